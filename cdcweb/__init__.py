@@ -1,0 +1,1 @@
+"""The cdcweb Django project: settings, URLs, the Celery app."""

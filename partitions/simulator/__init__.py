@@ -1,0 +1,4 @@
+"""A local, deterministic Spanner change stream server speaking the real gRPC API.
+
+Pure Python plus grpc: nothing here imports Django (a test checks it).
+"""

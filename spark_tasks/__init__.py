@@ -1,0 +1,1 @@
+"""PySpark report jobs over the landing zone. Nothing here imports Django."""
