@@ -1,0 +1,87 @@
+"""Partitions of a change stream, their lineage and the stream's lag history."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class Partition(models.Model):
+    """One change stream partition (a key range over a time interval) and its reading progress."""
+
+    class State(models.TextChoices):
+        CREATED = "CREATED", "Created"
+        SCHEDULED = "SCHEDULED", "Scheduled"
+        RUNNING = "RUNNING", "Running"
+        FINISHED = "FINISHED", "Finished"
+
+    stream = models.ForeignKey("streams.Stream", on_delete=models.CASCADE, related_name="partitions")
+    token = models.CharField(max_length=1000)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.CREATED)
+    start_at = models.DateTimeField()
+    # When its children start, or the stream's end for a partition that ends there.
+    end_at = models.DateTimeField(null=True, blank=True)
+    watermark = models.DateTimeField()
+    data_records = models.BigIntegerField(default=0)
+    mods = models.BigIntegerField(default=0)
+    heartbeats = models.BigIntegerField(default=0)
+    bytes = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    scheduled_at = models.DateTimeField(null=True, blank=True)
+    running_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=255, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    last_progress_at = models.DateTimeField(null=True, blank=True, help_text="when the watermark last moved")
+    stalled = models.BooleanField(default=False)
+    stall_rule = models.CharField(max_length=100, blank=True)
+    stall_evidence = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["stream", "start_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["stream", "token"], name="partition_unique_token_per_stream"),
+        ]
+        indexes = [models.Index(fields=["stream", "state"], name="partition_stream_state")]
+
+    def __str__(self) -> str:
+        return f"{self.token[:24]} ({self.state})"
+
+
+class PartitionEdge(models.Model):
+    """One parent-to-child link: a split gives a parent many, a merge gives a child many."""
+
+    stream = models.ForeignKey("streams.Stream", on_delete=models.CASCADE, related_name="partition_edges")
+    parent = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="child_edges")
+    child = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="parent_edges")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["parent", "child"], name="partition_edge_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.parent_id} -> {self.child_id}"
+
+
+class LagSample(models.Model):
+    """One measurement of a stream's lag at one moment (or a downsampled span of them)."""
+
+    stream = models.ForeignKey("streams.Stream", on_delete=models.CASCADE, related_name="lag_samples")
+    at = models.DateTimeField(default=timezone.now)
+    lag_seconds = models.FloatField()
+    low_watermark = models.DateTimeField(null=True, blank=True)
+    holding_partition = models.ForeignKey(
+        Partition, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    p95_partition_lag = models.FloatField(null=True, blank=True)
+    max_partition_lag = models.FloatField(null=True, blank=True)
+    data_records = models.BigIntegerField(default=0, help_text="cumulative")
+    resolution_seconds = models.PositiveIntegerField(default=10, help_text="10 raw; 60 or 600 downsampled")
+
+    class Meta:
+        ordering = ["stream", "at"]
+        indexes = [models.Index(fields=["stream", "at"], name="lagsample_stream_at")]
+
+    def __str__(self) -> str:
+        return f"{self.stream_id} @ {self.at:%Y-%m-%d %H:%M:%S}: {self.lag_seconds:.1f}s"

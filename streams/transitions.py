@@ -1,0 +1,133 @@
+"""The stream state machine: every change of Stream.state goes through transition().
+
+The moves follow Datastream's stream states (DESIGN.md §5). Each allowed move has
+a label; operator actions (streams/actions.py) pass theirs as `action`, so that
+"start" cannot do what "resume" or "recover" does, and a refusal names the action.
+
+    from                to                  label           who
+    NOT_STARTED         STARTING            start           operator
+    STARTING            RUNNING             roots found     start task
+    STARTING            FAILED              fail            start task (retryable error)
+    STARTING            FAILED_PERMANENTLY  fail            start task (invalid config / permanent)
+    RUNNING             DRAINING            pause           operator
+    RUNNING             FAILED              fail            reader (retryable error)
+    RUNNING             FAILED_PERMANENTLY  fail            reader (permanent error)
+    RUNNING             PAUSED              end reached     pipeline: every partition FINISHED
+    FAILED              RUNNING             retry           pipeline: a retry succeeded
+    FAILED              STARTING            retry           pipeline: the failure was before roots
+    FAILED              FAILED_PERMANENTLY  fail            retry budget spent / permanent error
+    FAILED              DRAINING            pause           operator (stops automatic retries)
+    DRAINING            PAUSED              drained         drain task: no lease is held
+    DRAINING            FAILED_PERMANENTLY  fail            permanent error while draining
+    PAUSED              STARTING            resume          operator
+    FAILED_PERMANENTLY  STARTING            recover         operator, with a strategy
+
+Decisions:
+- The seven states are fixed. A stream with an end timestamp whose partitions have
+  all FINISHED there moves to PAUSED with the reason "reached end timestamp ...";
+  it is complete, so resume refuses it (actions.resume) and says to create a new
+  stream starting at that end instead. A paused stream uses no worker, which is
+  what a finished one should look like.
+- A move to the same state is refused: it would hide a double click or a race.
+- DRAINING cannot be resumed directly: readers are still closing their windows;
+  resume once it is PAUSED (usually within one window).
+- STARTING cannot be paused: the start task is finding the root partitions.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from streams.models import Stream, StreamTransition
+
+S = Stream.State
+
+ALLOWED_MOVES: dict[tuple[str, str], str] = {
+    (S.NOT_STARTED, S.STARTING): "start",
+    (S.STARTING, S.RUNNING): "roots found",
+    (S.STARTING, S.FAILED): "fail",
+    (S.STARTING, S.FAILED_PERMANENTLY): "fail",
+    (S.RUNNING, S.DRAINING): "pause",
+    (S.RUNNING, S.FAILED): "fail",
+    (S.RUNNING, S.FAILED_PERMANENTLY): "fail",
+    (S.RUNNING, S.PAUSED): "end reached",
+    (S.FAILED, S.RUNNING): "retry",
+    (S.FAILED, S.STARTING): "retry",
+    (S.FAILED, S.FAILED_PERMANENTLY): "fail",
+    (S.FAILED, S.DRAINING): "pause",
+    (S.DRAINING, S.PAUSED): "drained",
+    (S.DRAINING, S.FAILED_PERMANENTLY): "fail",
+    (S.PAUSED, S.STARTING): "resume",
+    (S.FAILED_PERMANENTLY, S.STARTING): "recover",
+}
+
+
+class TransitionNotAllowed(ValueError):
+    """A move the state machine forbids; the message names the current state."""
+
+    def __init__(self, message: str, *, current: str, to_state: str) -> None:
+        super().__init__(message)
+        self.current = current
+        self.to_state = to_state
+
+
+def allowed_from(action: str) -> list[str]:
+    """Return the states from which the labelled move `action` may start."""
+    return sorted({src for (src, _), label in ALLOWED_MOVES.items() if label == action})
+
+
+def allowed_moves(state: str) -> dict[str, str]:
+    """Return {to_state: label} for every move allowed from `state`."""
+    return {dst: label for (src, dst), label in ALLOWED_MOVES.items() if src == state}
+
+
+def check_move(stream: Stream, current: str, to_state: str, action: str | None = None) -> None:
+    """Raise TransitionNotAllowed unless `current -> to_state` (labelled `action`) is allowed."""
+    label = ALLOWED_MOVES.get((current, to_state))
+    if action is not None and label != action:
+        froms = ", ".join(allowed_from(action)) or "no state"
+        raise TransitionNotAllowed(
+            f"cannot {action} stream '{stream.name}': it is {current} ({action} is allowed from {froms})",
+            current=current,
+            to_state=to_state,
+        )
+    if label is None:
+        moves = ", ".join(f"{dst} ({lbl})" for dst, lbl in allowed_moves(current).items())
+        raise TransitionNotAllowed(
+            f"cannot move stream '{stream.name}' from {current} to {to_state}: "
+            f"from {current} it may move to {moves or 'no other state'}",
+            current=current,
+            to_state=to_state,
+        )
+
+
+def transition(
+    stream: Stream, to_state: str, *, by: str, reason: str = "", action: str | None = None, **fields
+) -> Stream:
+    """Move the stream to `to_state`, log the move, and return the stream as stored.
+
+    The row is locked and re-read so that two concurrent callers cannot both
+    move from the same state. `fields` are other Stream fields to set in the same
+    update (e.g. consecutive_failures, paused_at, resume_from).
+    """
+    with transaction.atomic():
+        locked = Stream.objects.select_for_update().get(pk=stream.pk)
+        current = locked.state
+        check_move(locked, current, to_state, action)
+        now = timezone.now()
+        locked.state, locked.state_reason, locked.state_changed_at = to_state, reason, now
+        for name, value in fields.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=["state", "state_reason", "state_changed_at", "updated_at", *fields])
+        StreamTransition.objects.create(
+            stream=locked, from_state=current, to_state=to_state, at=now, by=by, reason=reason
+        )
+    _refresh(stream, locked)
+    return locked
+
+
+def _refresh(stream: Stream, stored: Stream) -> None:
+    """Copy the stored fields onto the caller's instance so it does not go stale."""
+    for field in Stream._meta.concrete_fields:
+        setattr(stream, field.attname, getattr(stored, field.attname))
