@@ -1,0 +1,135 @@
+"""Operator actions on a stream: start, pause, resume, recover.
+
+Each one moves the stream through transition() and, once the move is committed,
+hands the work to the pipeline's Celery task. Views, the API, the admin and the
+cdc_stream command all call these; none of them sets Stream.state.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from importlib import import_module
+
+from django.db import transaction
+from django.utils import timezone
+
+from partitions.changestream.times import format_time
+from streams.models import Stream
+from streams.transitions import TransitionNotAllowed, transition
+
+S = Stream.State
+RECOVERY_STRATEGIES = ("watermark", "now", "timestamp")
+
+
+class InvalidAction(ValueError):
+    """An action's arguments are wrong (a missing or impossible timestamp, an unknown strategy)."""
+
+
+def _enqueue(task_name: str, stream_id: int) -> None:
+    """Send partitions.tasks.<task_name>(stream_id) once the current transaction commits."""
+
+    def send() -> None:
+        # Imported late: the pipeline's task module must not be needed to load this one.
+        getattr(import_module("partitions.tasks"), task_name).delay(stream_id)
+
+    transaction.on_commit(send)
+
+
+def start(stream: Stream, by: str, reason: str = "") -> Stream:
+    """Start a stream that has never run: STARTING, then the start task finds the roots."""
+    with transaction.atomic():
+        stream = transition(stream, S.STARTING, by=by, reason=reason or f"started by {by}", action="start")
+        _enqueue("start_stream_task", stream.pk)
+    return stream
+
+
+def pause(stream: Stream, by: str, reason: str = "") -> Stream:
+    """Pause a stream: DRAINING while readers close their windows, then PAUSED."""
+    with transaction.atomic():
+        stream = transition(
+            stream,
+            S.DRAINING,
+            by=by,
+            reason=reason or f"paused by {by}",
+            action="pause",
+            paused_at=timezone.now(),
+        )
+        _enqueue("drain_stream_task", stream.pk)
+    return stream
+
+
+def resume(stream: Stream, by: str, reason: str = "") -> Stream:
+    """Resume a paused stream from its partitions' watermarks (through STARTING)."""
+    if stream.reached_end():
+        raise TransitionNotAllowed(
+            f"cannot resume stream '{stream.name}': it finished at its end timestamp "
+            f"{format_time(stream.end_at)}; create a new stream starting there to read further",
+            current=stream.state,
+            to_state=S.STARTING,
+        )
+    with transaction.atomic():
+        stream = transition(
+            stream,
+            S.STARTING,
+            by=by,
+            reason=reason or f"resumed by {by}",
+            action="resume",
+            resume_from=None,
+        )
+        _enqueue("start_stream_task", stream.pk)
+    return stream
+
+
+def recover(
+    stream: Stream, strategy: str, timestamp: datetime | None = None, *, by: str, reason: str = ""
+) -> Stream:
+    """Recover a FAILED_PERMANENTLY stream from its watermarks, from now, or from a timestamp.
+
+    "watermark" keeps every partition and continues where each stopped; "now" and
+    "timestamp" set Stream.resume_from, and the start task drops the unfinished
+    partitions and re-runs the initial query there (records in between are skipped).
+    """
+    resume_from = recovery_point(stream, strategy, timestamp)
+    where = "watermarks" if resume_from is None else format_time(resume_from)
+    with transaction.atomic():
+        stream = transition(
+            stream,
+            S.STARTING,
+            by=by,
+            reason=reason or f"recovered by {by} from {strategy} ({where})",
+            action="recover",
+            resume_from=resume_from,
+            consecutive_failures=0,
+            next_retry_at=None,
+        )
+        _enqueue("start_stream_task", stream.pk)
+    return stream
+
+
+def recovery_point(stream: Stream, strategy: str, timestamp: datetime | None) -> datetime | None:
+    """Return where a recovery starts reading (None: from the watermarks), or raise InvalidAction."""
+    if strategy not in RECOVERY_STRATEGIES:
+        raise InvalidAction(
+            f"unknown recovery strategy {strategy!r}: use one of {', '.join(RECOVERY_STRATEGIES)}"
+        )
+    if strategy != "timestamp":
+        if timestamp is not None:
+            raise InvalidAction(f"a timestamp is only used with strategy 'timestamp', not {strategy!r}")
+        return None if strategy == "watermark" else _before_end(stream, timezone.now())
+    if timestamp is None:
+        raise InvalidAction("strategy 'timestamp' needs a timestamp")
+    if timezone.is_naive(timestamp):
+        raise InvalidAction(f"timestamp {timestamp.isoformat()} has no time zone: add 'Z' or an offset")
+    if timestamp > timezone.now():
+        raise InvalidAction(f"timestamp {format_time(timestamp)} is in the future")
+    return _before_end(stream, timestamp)
+
+
+def _before_end(stream: Stream, point: datetime) -> datetime:
+    """Return point, or raise InvalidAction if the stream's end comes before it."""
+    if stream.end_at is not None and point >= stream.end_at:
+        raise InvalidAction(
+            f"cannot recover stream '{stream.name}' from {format_time(point)}: "
+            f"it ends at {format_time(stream.end_at)}"
+        )
+    return point
