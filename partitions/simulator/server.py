@@ -1,0 +1,305 @@
+"""The gRPC server: the part of Spanner and DatabaseAdmin the official client uses.
+
+ExecuteStreamingSql is registered with an identity response serializer: it yields
+ready PartialResultSet bytes assembled from cached per-record encodings, which is what
+makes the simulator fast enough never to be the bottleneck of a benchmark.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from concurrent import futures
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import grpc
+from google.cloud.spanner_admin_database_v1.types import Database, DatabaseDialect, GetDatabaseDdlResponse
+from google.cloud.spanner_v1.testing import spanner_database_admin_pb2_grpc as admin_grpc
+from google.cloud.spanner_v1.types import spanner as spanner_types
+from google.protobuf import empty_pb2
+
+from . import encode
+from .config import SimulatorConfig
+from .faults import StreamFaults
+from .sql import QueryError, QuerySpec, check_query, parse_query
+from .stream import CHILD, DATA, HEARTBEAT, Position, initial_items, partition_items
+from .topology import Topology
+from .workload import Workload, to_datetime, to_us
+
+_DATABASE = re.compile(r"projects/[^/]+/instances/[^/]+/databases/(?P<db>[^/]+)")
+_DIALECTS = {"googlesql": DatabaseDialect.GOOGLE_STANDARD_SQL, "postgresql": DatabaseDialect.POSTGRESQL}
+_WAIT_SLICE_S = 0.2  # how late a cancelled live query notices it is gone
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+@dataclass
+class QueryLogEntry:
+    """One ExecuteStreamingSql call: what was asked, when it ran, how it ended."""
+
+    database: str
+    dialect: str | None
+    token: str | None
+    start: datetime | None
+    end: datetime | None
+    heartbeat_ms: int | None
+    resumed: bool
+    opened_at: float = field(default_factory=time.monotonic)  # time.monotonic()
+    opened_wall: datetime = field(default_factory=lambda: datetime.now(UTC))
+    closed_at: float | None = None
+    rows: int = 0
+    status: str = "RUNNING"  # then OK, CANCELLED or the error code's name
+
+
+class SimulatorServer:
+    """A running simulator: its resolved config, topology, workload and query log."""
+
+    def __init__(self, config: SimulatorConfig):
+        self.config = config.resolved()
+        epoch_us = to_us(self.config.epoch)
+        c = self.config
+        self.topology = Topology(
+            c.seed, epoch_us, c.roots, int(c.split_every * 1e6), int(c.merge_every * 1e6)
+        )
+        self.workload = Workload(c.seed, c.tps, c.max_keys, self.topology)
+        self.query_log: list[QueryLogEntry] = []
+        self._log_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._grpc: grpc.Server | None = None
+        self.port = 0
+        self.host = ""
+
+    @property
+    def emulator_host(self) -> str:
+        """Return host:port, the value for SPANNER_EMULATOR_HOST."""
+        return f"{self.host}:{self.port}"
+
+    def queries(self, token: str | None = None) -> list[QueryLogEntry]:
+        """Return a copy of the query log, optionally only one partition's queries."""
+        with self._log_lock:
+            return [q for q in self.query_log if token is None or q.token == token]
+
+    def warm(self, start: datetime, end: datetime, dialects=("googlesql", "postgresql")) -> int:
+        """Generate and encode every record of [start, end] ahead of readers; return the count."""
+        count = 0
+        for second in range(to_us(start) // 1_000_000, to_us(end) // 1_000_000 + 1):
+            for entry in self.workload.second(second).entries:
+                for dialect in dialects:
+                    encode.entry_value(entry, dialect)
+                count += 1
+        return count
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop serving: open streams end, then the port is released."""
+        self._stopping.set()
+        if self._grpc is not None:
+            self._grpc.stop(grace).wait()
+
+    # -- Spanner ---------------------------------------------------------------
+
+    def _database(self, name: str, context) -> str:
+        match = _DATABASE.match(name)
+        db = match["db"] if match else name
+        if self.config.dialect_of(db) is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"Database not found: {name}")
+        return db
+
+    def _session(self, database: str, template) -> spanner_types.Session:
+        session = spanner_types.Session(name=f"{database}/sessions/{uuid.uuid4().hex}")
+        session.multiplexed = bool(template and template.multiplexed)
+        session.create_time = datetime.now(UTC)
+        return session
+
+    def create_session(self, request, context):
+        self._database(request.database, context)
+        return self._session(request.database, request.session)
+
+    def batch_create_sessions(self, request, context):
+        self._database(request.database, context)
+        sessions = [
+            self._session(request.database, request.session_template) for _ in range(request.session_count)
+        ]
+        return spanner_types.BatchCreateSessionsResponse(session=sessions)
+
+    def get_session(self, request, context):
+        self._database(request.name, context)
+        return spanner_types.Session(name=request.name)
+
+    def delete_session(self, request, context):
+        return empty_pb2.Empty()
+
+    def execute_streaming_sql(self, request, context):
+        database = self._database(request.session, context)
+        entry = QueryLogEntry(database, None, None, None, None, None, bool(request.resume_token))
+        try:
+            spec = parse_query(request.sql, request.params.fields)
+            entry.dialect, entry.token, entry.heartbeat_ms = spec.dialect, spec.token, spec.heartbeat_ms
+            entry.start = to_datetime(spec.start_us)
+            entry.end = None if spec.end_us is None else to_datetime(spec.end_us)
+            items, position = self._plan(spec, database, bytes(request.resume_token))
+        except QueryError as error:
+            entry.status, entry.closed_at = error.code.name, time.monotonic()
+            self._log(entry)
+            context.abort(error.code, error.message)
+        self._log(entry)
+        faults = StreamFaults(self.config, f"{spec.token}:{spec.start_us}:{position.count}")
+        try:
+            yield from self._serve(spec, items, position, faults, entry, context)
+            entry.status = "OK" if entry.status == "RUNNING" else entry.status
+        except GeneratorExit:
+            entry.status = "CANCELLED"
+            raise
+        finally:
+            entry.closed_at = time.monotonic()
+
+    def _log(self, entry: QueryLogEntry) -> None:
+        with self._log_lock:
+            self.query_log.append(entry)
+
+    def _plan(self, spec: QuerySpec, database: str, resume_token: bytes):
+        """Return the item iterator and start position of a checked query."""
+        now_us = _now_us()
+        if resume_token:
+            try:
+                position = Position.decode(resume_token)
+            except ValueError:
+                raise QueryError(grpc.StatusCode.INVALID_ARGUMENT, "Invalid resume token") from None
+        else:
+            check_query(spec, self.config, database, now_us)
+            position = Position(0, spec.start_us, 0)
+        if spec.token is None:
+            return initial_items(self.topology, spec.start_us, position), position
+        self.topology.ensure(now_us)
+        part = self.topology.get(spec.token)
+        if part is None:
+            raise QueryError(grpc.StatusCode.INVALID_ARGUMENT, f"Invalid partition token: {spec.token}")
+        if spec.start_us < part.start_us:
+            raise QueryError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"start_timestamp is before the start of partition {spec.token} "
+                f"({encode.format_ts(part.start_us)})",
+            )
+        return partition_items(self.workload, part, spec.end_us, spec.heartbeat_ms, position), position
+
+    def _wait_until(self, ts_us: int, context) -> bool:
+        """Sleep until the wall clock reaches ts_us; False if the call or server ended first."""
+        while True:
+            remaining = (ts_us - _now_us()) / 1e6
+            if remaining <= 0:
+                return True
+            if self._stopping.wait(min(remaining, _WAIT_SLICE_S)) or not context.is_active():
+                return False
+
+    def _serve(self, spec: QuerySpec, items, position: Position, faults: StreamFaults, entry, context):
+        dialect, cfg = spec.dialect, self.config
+        head = encode.metadata(dialect, cfg.stream)
+        batch: list[bytes] = []
+        size = 0
+        token = position.encode()
+        sent_any = False
+        for item in items:
+            if batch and (item.ts_us > _now_us() or len(batch) >= cfg.batch_rows or size >= cfg.batch_bytes):
+                yield from self._message(head, batch, token, faults, entry, context)
+                head, batch, size, sent_any = b"", [], 0, True
+            if item.ts_us > _now_us() and not self._wait_until(item.ts_us, context):
+                return
+            value = self._value(item, dialect, faults)
+            batch.append(value)
+            size += len(value)
+            token = item.position.encode()
+        if batch or not sent_any:
+            yield from self._message(head, batch, token, faults, entry, context)
+
+    def _value(self, item, dialect: str, faults: StreamFaults) -> bytes:
+        if item.kind == DATA:
+            if faults.malformed and faults.corrupt():
+                return encode.malformed_value(item.payload, dialect)
+            return encode.entry_value(item.payload, dialect)
+        if item.kind == HEARTBEAT:
+            return encode.heartbeat_value(item.ts_us, dialect)
+        assert item.kind == CHILD
+        return encode.child_value(item.payload, dialect)
+
+    def _message(self, head: bytes, batch: list[bytes], token: bytes, faults: StreamFaults, entry, context):
+        """Yield one PartialResultSet; end the call after it if a fault says so."""
+        if faults.active:
+            faults.before_message()
+        entry.rows += len(batch)
+        yield encode.partial_result_set(head, batch, token)
+        # An empty message repeats the last token: failing it could loop forever.
+        status = faults.after_message() if faults.active and batch else None
+        if status is not None:
+            entry.status = status[0].name
+            context.abort(*status)
+
+
+class _AdminServicer(admin_grpc.DatabaseAdminServicer):
+    """GetDatabase and GetDatabaseDdl: what ``database.database_dialect`` needs."""
+
+    def __init__(self, server: SimulatorServer):
+        self._server = server
+
+    def GetDatabase(self, request, context):  # noqa: N802 - the gRPC method name
+        db = self._server._database(request.name, context)
+        dialect = _DIALECTS[self._server.config.dialect_of(db)]
+        return Database(name=request.name, state=Database.State.READY, database_dialect=dialect)
+
+    def GetDatabaseDdl(self, request, context):  # noqa: N802 - the gRPC method name
+        self._server._database(request.database, context)
+        cfg = self._server.config
+        retention = f"{int(cfg.retention)}s"
+        return GetDatabaseDdlResponse(
+            statements=[
+                f"CREATE CHANGE STREAM {cfg.stream} FOR ALL OPTIONS (retention_period = '{retention}')"
+            ]
+        )
+
+
+def _spanner_handler(server: SimulatorServer) -> grpc.GenericRpcHandler:
+    def unary(method, request_type, response_type):
+        return grpc.unary_unary_rpc_method_handler(
+            method, request_deserializer=request_type.deserialize, response_serializer=response_type.serialize
+        )
+
+    t = spanner_types
+    handlers = {
+        "CreateSession": unary(server.create_session, t.CreateSessionRequest, t.Session),
+        "BatchCreateSessions": unary(
+            server.batch_create_sessions, t.BatchCreateSessionsRequest, t.BatchCreateSessionsResponse
+        ),
+        "GetSession": unary(server.get_session, t.GetSessionRequest, t.Session),
+        "DeleteSession": grpc.unary_unary_rpc_method_handler(
+            server.delete_session,
+            request_deserializer=t.DeleteSessionRequest.deserialize,
+            response_serializer=empty_pb2.Empty.SerializeToString,
+        ),
+        # Raw protobuf in, ready bytes out: no proto-plus wrapping on the hot path.
+        "ExecuteStreamingSql": grpc.unary_stream_rpc_method_handler(
+            server.execute_streaming_sql,
+            request_deserializer=t.ExecuteSqlRequest.pb().FromString,
+            response_serializer=None,
+        ),
+    }
+    return grpc.method_handlers_generic_handler("google.spanner.v1.Spanner", handlers)
+
+
+def start_server(config: SimulatorConfig, host: str = "127.0.0.1", port: int = 0) -> SimulatorServer:
+    """Start serving on host:port (0 picks a free port) in background threads; return the server."""
+    simulator = SimulatorServer(config)
+    pool = futures.ThreadPoolExecutor(
+        max_workers=simulator.config.max_workers, thread_name_prefix="simulator"
+    )
+    server = grpc.server(pool, options=[("grpc.so_reuseport", 0)])
+    server.add_generic_rpc_handlers((_spanner_handler(simulator),))
+    admin_grpc.add_DatabaseAdminServicer_to_server(_AdminServicer(simulator), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if not bound:
+        raise OSError(f"cannot listen on {host}:{port}")
+    server.start()
+    simulator._grpc, simulator.host, simulator.port = server, host, bound
+    return simulator
