@@ -1,0 +1,237 @@
+"""Run change stream queries with the official client and yield typed records.
+
+Pure Python: no Django import. A reader runs one query per call in a single-use, strong,
+read-only snapshot, reads rows with ``lazy_decode=True`` and turns each raw value into a
+record with the decoders of ``parse.py``, one row at a time, so memory stays flat however
+long a partition runs. Every failure leaves as one of four errors: QueryValidationError
+(nothing sent), ChangeRecordError (a malformed row), RetryableSpannerError or
+PermanentSpannerError (Spanner or the transport; the original is the ``__cause__``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import grpc
+from google.api_core import exceptions as api_exceptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import spanner_v1
+from google.cloud.spanner_admin_database_v1 import DatabaseDialect
+from google.cloud.spanner_v1 import StructType, TypeCode
+
+from . import schema
+from .errors import (
+    ChangeRecordError,
+    ChangeStreamError,
+    PermanentSpannerError,
+    RetryableSpannerError,
+    SpannerError,
+)
+from .parse import GoogleSqlDecoder, decode_postgresql_value
+from .query import GOOGLESQL, POSTGRESQL, build_query
+from .records import ChangeRecord
+
+# ExecuteStreamingSql's own default deadline is one hour (DESIGN.md §9), which would cut
+# a live open-ended query. Open-ended reads get a day instead: a query that reaches it
+# ends with DEADLINE_EXCEEDED, which is retryable, and the caller resumes from its
+# watermark. A bounded read gets the time until its end plus a grace period for backlog.
+OPEN_ENDED_TIMEOUT_S = 24 * 3600.0
+BOUNDED_GRACE_S = 600.0
+
+RETRYABLE_CODES = frozenset({"UNAVAILABLE", "ABORTED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"})
+# INTERNAL is retryable only when the message says the transport broke, as the client's
+# own resumption logic judges it.
+INTERNAL_RETRY_HINTS = (
+    "rst_stream",
+    "received unexpected eos on data frame",
+    "received rst_stream",
+    "connection reset",
+    "retry",
+)
+
+_clients: dict[tuple[str, str | None], spanner_v1.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def connect(
+    project: str, instance: str, database: str, emulator_host: str | None = None
+) -> spanner_v1.database.Database:
+    """Return a client Database; the emulator or simulator when a host is given or set."""
+    host = emulator_host or os.environ.get("SPANNER_EMULATOR_HOST") or None
+    return _client(project, host).instance(instance).database(database)
+
+
+def _client(project: str, host: str | None) -> spanner_v1.Client:
+    # One client per (project, endpoint): each owns channels and a metrics setup, and a
+    # worker reading window after window must not build a new one every time.
+    with _clients_lock:
+        client = _clients.get((project, host))
+        if client is None:
+            client = _new_client(project, host)
+            _clients[(project, host)] = client
+        return client
+
+
+def _new_client(project: str, host: str | None) -> spanner_v1.Client:
+    # Built-in metrics export to Cloud Monitoring and can hang process exit (DESIGN.md §9).
+    if host is None:
+        return spanner_v1.Client(project=project, disable_builtin_metrics=True)
+    return spanner_v1.Client(
+        project=project,
+        credentials=AnonymousCredentials(),
+        client_options={"api_endpoint": host},
+        disable_builtin_metrics=True,
+    )
+
+
+def detect_dialect(database: spanner_v1.database.Database) -> str:
+    """Return "googlesql" or "postgresql" as the database reports its dialect."""
+    try:
+        dialect = database.database_dialect
+    except Exception as exc:
+        raise classify(exc) from exc
+    if dialect == DatabaseDialect.POSTGRESQL:
+        return POSTGRESQL
+    return GOOGLESQL  # GOOGLE_STANDARD_SQL, or UNSPECIFIED which Spanner treats as GoogleSQL
+
+
+class ChangeStreamReader:
+    """Read windows of change stream partitions of one stream, in one dialect."""
+
+    def __init__(
+        self,
+        database: spanner_v1.database.Database,
+        stream_name: str,
+        dialect: str,
+        heartbeat_ms: int,
+        timeout: float | None = None,
+    ):
+        self.database = database
+        self.stream_name = stream_name
+        self.dialect = dialect
+        self.heartbeat_ms = heartbeat_ms
+        self.timeout = timeout
+        self._googlesql = GoogleSqlDecoder()
+
+    def read(
+        self, partition_token: str | None, start: datetime, end: datetime | None
+    ) -> Iterator[ChangeRecord]:
+        """Yield the records of one partition (None: the initial query) from start to end."""
+        query = build_query(self.dialect, self.stream_name, start, end, partition_token, self.heartbeat_ms)
+        decode = self._googlesql.decode if query.dialect == GOOGLESQL else decode_postgresql_value
+        timeout = self.timeout if self.timeout is not None else query_timeout(query.start, query.end)
+        try:
+            with self.database.snapshot() as snapshot:
+                rows = snapshot.execute_sql(
+                    query.sql,
+                    params=query.params,
+                    param_types=query.param_types,
+                    lazy_decode=True,
+                    timeout=timeout,
+                )
+                checked = query.dialect != GOOGLESQL
+                for row in rows:
+                    if not checked:
+                        check_googlesql_fields(rows.fields, partition_token)
+                        checked = True
+                    yield decode(row[0], partition_token)
+        except ChangeStreamError:
+            raise
+        except Exception as exc:
+            raise classify(exc) from exc
+
+
+def check_googlesql_fields(fields, partition_token: str | None) -> None:
+    """Raise ChangeRecordError unless the result's struct fields are those of schema.py.
+
+    The fast decoder reads structs by position, so a different field layout must stop the
+    read instead of silently shifting every value into the wrong field.
+    """
+    actual = tuple((f.name, _field_names(f.type_)) for f in fields)
+    if actual != _EXPECTED_FIELDS:
+        raise ChangeRecordError(
+            f"unexpected result columns {actual!r:.300}",
+            field=schema.GOOGLESQL_COLUMN,
+            partition_token=partition_token,
+        )
+
+
+def _field_names(type_pb) -> tuple | None:
+    if type_pb.code == TypeCode.ARRAY:
+        return ("ARRAY", _field_names(type_pb.array_element_type))
+    if type_pb.code == TypeCode.STRUCT:
+        return tuple((f.name, _field_names(f.type_)) for f in type_pb.struct_type.fields)
+    return None
+
+
+# Raw protobuf fields, as StreamedResultSet.fields returns them.
+_EXPECTED_FIELDS = tuple(
+    (f.name, _field_names(f.type_)) for f in StructType.pb(schema.googlesql_row_type()).fields
+)
+
+
+def query_timeout(start: datetime, end: datetime | None, now: datetime | None = None) -> float:
+    """Return the deadline in seconds for a query: a day if open-ended, else until end plus grace."""
+    if end is None:
+        return OPEN_ENDED_TIMEOUT_S
+    now = now or datetime.now(UTC)
+    remaining = (end - max(start, now)).total_seconds()
+    return max(remaining, 0.0) + BOUNDED_GRACE_S
+
+
+def classify(exc: BaseException) -> SpannerError:
+    """Return the retryable or permanent error for an exception of the client or transport."""
+    if isinstance(exc, SpannerError):
+        return exc
+    if isinstance(exc, api_exceptions.RetryError) and exc.cause is not None:
+        return classify(exc.cause)  # the client gave up retrying: judge the last failure
+    code = status_name(exc)
+    message = _message(exc)
+    if code in RETRYABLE_CODES:
+        return RetryableSpannerError(message, code=code)
+    if code == "INTERNAL" and any(hint in message.lower() for hint in INTERNAL_RETRY_HINTS):
+        return RetryableSpannerError(message, code=code)
+    return PermanentSpannerError(message, code=code)
+
+
+def status_name(exc: BaseException) -> str:
+    """Return the gRPC status name of an exception (UNKNOWN when it carries none)."""
+    if isinstance(exc, api_exceptions.GoogleAPICallError):
+        status = exc.grpc_status_code
+        if status is not None:
+            return status.name
+        return _HTTP_STATUS.get(exc.code, "UNKNOWN")
+    if isinstance(exc, grpc.RpcError) and callable(getattr(exc, "code", None)):
+        status = exc.code()
+        return status.name if isinstance(status, grpc.StatusCode) else "UNKNOWN"
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return "UNAVAILABLE"  # a broken socket below the client is the transport's fault
+    return "UNKNOWN"
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, api_exceptions.GoogleAPICallError):
+        return exc.message or str(exc)
+    if isinstance(exc, grpc.RpcError) and callable(getattr(exc, "details", None)):
+        return exc.details() or str(exc)
+    return str(exc) or type(exc).__name__
+
+
+# api_core exceptions raised from HTTP paths carry only an HTTP code.
+_HTTP_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    412: "FAILED_PRECONDITION",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
