@@ -151,6 +151,21 @@ def _write_remote(table: pa.Table, filesystem: pafs.FileSystem, target: str) -> 
         filesystem.delete_file(tmp)
 
 
+def write_table(
+    landing_uri: str, stream_name: str, token: str, window_start: datetime, table: pa.Table
+) -> str:
+    """Write a window's landing rows durably and return the file's path."""
+    filesystem, root = resolve(landing_uri)
+    relative = window_path(stream_name, token, window_start)
+    if filesystem is None:
+        target = Path(root) / relative
+        _write_local(table, target)
+        return str(target)
+    target = f"{root.rstrip('/')}/{relative}"
+    _write_remote(table, filesystem, target)
+    return target
+
+
 def write_window(
     landing_uri: str,
     stream_name: str,
@@ -163,15 +178,7 @@ def write_window(
     table = build_table(stream_name, token, records, read_at or datetime.now(UTC))
     if table.num_rows == 0:
         return None
-    filesystem, root = resolve(landing_uri)
-    relative = window_path(stream_name, token, window_start)
-    if filesystem is None:
-        target = Path(root) / relative
-        _write_local(table, target)
-        return str(target)
-    target = f"{root.rstrip('/')}/{relative}"
-    _write_remote(table, filesystem, target)
-    return target
+    return write_table(landing_uri, stream_name, token, window_start, table)
 
 
 def read_landing(landing_uri: str, stream_name: str | None = None) -> pa.Table:

@@ -1,0 +1,97 @@
+"""What a failed read does to its stream: an error row, a backoff, FAILED or FAILED_PERMANENTLY.
+
+Nothing here moves a watermark: the window that failed is read again from where the
+last checkpoint left it, so no data is skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from streams.models import Stream, StreamError
+from streams.transitions import TransitionNotAllowed, transition
+
+from . import scheduling
+from .changestream.errors import ChangeRecordError, RetryableSpannerError
+from .checkpoint import count_failure, release_lease, reserve_for_next
+from .models import Partition
+
+log = logging.getLogger(__name__)
+S = Stream.State
+BY = "partitions.tasks.read_partition_task"
+
+
+def backoff_seconds(failures: int) -> float:
+    """Return the capped exponential delay before retry number `failures` (1, 2, 4, ...)."""
+    return float(min(2 ** max(failures - 1, 0), settings.CDC_RETRY_BACKOFF_MAX))
+
+
+def _error_kind(error: Exception) -> str:
+    if isinstance(error, ChangeRecordError):
+        return StreamError.Kind.RECORD
+    if isinstance(error, RetryableSpannerError):
+        return StreamError.Kind.RETRYABLE
+    return StreamError.Kind.PERMANENT
+
+
+def record_error(stream: Stream, partition: Partition | None, error: Exception, attempt: int) -> StreamError:
+    """Store one StreamError row for the error."""
+    return StreamError.objects.create(
+        stream=stream,
+        partition=partition,
+        kind=_error_kind(error),
+        code=getattr(error, "code", "") or type(error).__name__,
+        message=str(error),
+        attempt=attempt,
+    )
+
+
+def _move(stream: Stream, to_state: str, reason: str, **fields) -> None:
+    # Suppressed: it may be there already, or an operator moved it meanwhile.
+    with contextlib.suppress(TransitionNotAllowed):
+        transition(stream, to_state, by=BY, reason=reason, **fields)
+
+
+def fail_permanently(stream: Stream, partition: Partition | None, error: Exception) -> None:
+    """Record the error and stop the stream with the reason; an operator must recover it."""
+    record_error(stream, partition, error, attempt=stream.consecutive_failures + 1)
+    where = f" in partition {partition.token}" if partition is not None else ""
+    stream.refresh_from_db(fields=["state"])
+    _move(stream, S.FAILED_PERMANENTLY, f"{_error_kind(error)} error{where}: {error}")
+
+
+def fail_retryably(stream: Stream, partition: Partition | None, error: Exception) -> float:
+    """Record the error, count it, move to FAILED once the budget is spent; return the backoff."""
+    failures = count_failure(stream.pk)
+    record_error(stream, partition, error, attempt=failures)
+    delay = backoff_seconds(failures)
+    stream.refresh_from_db(fields=["state", "consecutive_failures"])
+    next_retry = timezone.now() + timedelta(seconds=delay)
+    if failures >= settings.CDC_MAX_CONSECUTIVE_FAILURES and stream.state in (S.RUNNING, S.STARTING):
+        reason = f"{failures} consecutive retryable errors, retrying in {delay:.0f}s; last: {error}"
+        _move(stream, S.FAILED, reason, next_retry_at=next_retry)
+    elif stream.state == S.FAILED:
+        Stream.objects.filter(pk=stream.pk).update(next_retry_at=next_retry)
+    return delay
+
+
+def handle_read_error(stream: Stream, partition: Partition, owner: str, error: Exception) -> None:
+    """Record a failed window and either queue its retry after a backoff or stop the stream."""
+    log.warning("reading %s of %s failed: %s", partition.token, stream.name, error)
+    if not isinstance(error, RetryableSpannerError):
+        release_lease(partition.pk, owner)
+        fail_permanently(stream, partition, error)
+        scheduling.maybe_finish_drain(stream)
+        return
+    delay = fail_retryably(stream, partition, error)
+    stream.refresh_from_db(fields=["state"])
+    if stream.state in scheduling.READING_STATES and reserve_for_next(partition.pk, owner, countdown=delay):
+        scheduling.enqueue_read(partition.pk, countdown=delay)
+        return
+    release_lease(partition.pk, owner)
+    scheduling.maybe_finish_drain(stream)

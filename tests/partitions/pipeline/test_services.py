@@ -1,0 +1,172 @@
+"""The pipeline's services without a broker: leases, checkpoints, scheduling, drain, failures, lag."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from partitions import checkpoint, failures, lag, scheduling, services, stalls
+from partitions.changestream.errors import PermanentSpannerError, RetryableSpannerError
+from partitions.changestream.records import ChildPartition, ChildPartitionsRecord
+from partitions.models import LagSample, Partition, PartitionEdge
+from streams.models import Stream, StreamError
+from streams.transitions import transition
+
+P, S = Partition.State, Stream.State
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """Record the reads the services queue instead of sending them to a broker."""
+    calls = []
+    monkeypatch.setattr(scheduling, "enqueue_read", lambda pk, countdown=0: calls.append((pk, countdown)))
+    monkeypatch.setattr(
+        failures.scheduling, "enqueue_read", lambda pk, countdown=0: calls.append((pk, countdown))
+    )
+    return calls
+
+
+@pytest.fixture
+def stream():
+    s = Stream.objects.create(
+        name="orders", project="p", instance="i", database="d", change_stream="Changes", start_at=T0
+    )
+    transition(s, S.STARTING, by="test")
+    return transition(s, S.RUNNING, by="test")
+
+
+def part(stream, token, state=P.RUNNING, **fields):
+    fields = {"start_at": T0, "watermark": T0, **fields}
+    return Partition.objects.create(stream=stream, token=token, state=state, **fields)
+
+
+def finish_with_children(partition, owner, *children, parents=None):
+    record = ChildPartitionsRecord(
+        T0 + timedelta(seconds=5),
+        "0",
+        tuple(ChildPartition(c, tuple(parents or [partition.token])) for c in children),
+    )
+    progress = checkpoint.Progress(start=T0, watermark=T0, children=record, finish_at=record.start_timestamp)
+    return checkpoint.save_progress(partition.pk, owner, progress, keep_lease=True)
+
+
+def test_only_one_of_two_readers_wins_the_lease(stream):
+    # given a scheduled partition
+    p = part(stream, "a", P.SCHEDULED)
+    # when two readers ask for its lease
+    first, second = services.acquire_lease(p, "r1"), services.acquire_lease(p, "r2")
+    # then one wins, and the partition is RUNNING under that one
+    assert (first, second) == (True, False)
+    p.refresh_from_db()
+    assert (p.state, p.lease_owner) == (P.RUNNING, "r1")
+
+
+def test_an_expired_lease_can_be_taken_over(stream):
+    p = part(stream, "a", lease_owner="dead", lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.acquire_lease(p, "r2")
+
+
+def test_merged_child_is_scheduled_once_both_parents_finish(stream, queued):
+    # given two partitions that merge into one child
+    left, right = part(stream, "L", lease_owner="r1"), part(stream, "R", lease_owner="r2")
+    finish_with_children(left, "r1", "C", parents=["L", "R"])
+    child = Partition.objects.get(token="C")
+    # when only one parent has finished, the child waits
+    scheduling.schedule_children(left)
+    assert Partition.objects.get(pk=child.pk).state == P.CREATED
+    # when the other parent announces the same child and finishes
+    finish_with_children(right, "r2", "C", parents=["L", "R"])
+    scheduling.schedule_children(right)
+    # then the child exists once, with both edges, and is queued once
+    assert Partition.objects.filter(token="C").count() == 1
+    assert set(PartitionEdge.objects.filter(child=child).values_list("parent__token", flat=True)) == {
+        "L",
+        "R",
+    }
+    assert Partition.objects.get(pk=child.pk).state == P.SCHEDULED
+    assert queued == [(child.pk, 0)]
+
+
+def test_checkpoint_never_moves_a_watermark_back_and_needs_the_lease(stream):
+    p = part(stream, "a", lease_owner="r1", watermark=T0 + timedelta(seconds=10))
+    older = checkpoint.Progress(start=T0, watermark=T0 + timedelta(seconds=3), heartbeats=1)
+    assert checkpoint.save_progress(p.pk, "r1", older, keep_lease=True).watermark == T0 + timedelta(
+        seconds=10
+    )
+    assert checkpoint.save_progress(p.pk, "someone-else", older, keep_lease=True) is None
+
+
+def test_draining_stream_pauses_only_once_no_lease_is_held(stream):
+    p = part(stream, "a", lease_owner="r1", lease_expires_at=timezone.now() + timedelta(seconds=30))
+    transition(stream, S.DRAINING, by="test")
+    assert not scheduling.maybe_finish_drain(stream)
+    checkpoint.release_lease(p.pk, "r1")
+    assert scheduling.maybe_finish_drain(stream)
+    assert Stream.objects.get(pk=stream.pk).state == S.PAUSED
+
+
+def test_stream_that_reached_its_end_says_so(stream):
+    Stream.objects.filter(pk=stream.pk).update(end_at=T0 + timedelta(minutes=1))
+    part(stream, "a", P.FINISHED, end_at=T0 + timedelta(minutes=1))
+    assert scheduling.maybe_finish_stream(stream)
+    stream.refresh_from_db()
+    assert stream.state == S.PAUSED
+    assert "reached end timestamp" in stream.state_reason
+
+
+def test_retryable_errors_fail_the_stream_and_a_success_brings_it_back(stream, queued, settings):
+    settings.CDC_MAX_CONSECUTIVE_FAILURES = 2
+    p = part(stream, "a", lease_owner="r1")
+    for attempt in (1, 2):
+        services.acquire_lease(p, f"r{attempt}")
+        failures.handle_read_error(
+            stream, p, f"r{attempt}", RetryableSpannerError("down", code="UNAVAILABLE")
+        )
+        Partition.objects.filter(pk=p.pk).update(lease_expires_at=None)
+    stream.refresh_from_db()
+    assert stream.state == S.FAILED
+    assert stream.consecutive_failures == 2
+    assert [c for _, c in queued] == [1.0, 2.0]  # capped exponential backoff
+    assert StreamError.objects.filter(stream=stream, kind="retryable").count() == 2
+    services.acquire_lease(p, "r3")
+    checkpoint.save_progress(p.pk, "r3", checkpoint.Progress(start=T0, watermark=T0), keep_lease=True)
+    stream.refresh_from_db()
+    assert (stream.state, stream.consecutive_failures) == (S.RUNNING, 0)
+
+
+def test_permanent_error_stops_the_stream_with_the_reason(stream, queued):
+    p = part(stream, "a", lease_owner="r1")
+    error = PermanentSpannerError("start is outside the retention period", code="INVALID_ARGUMENT")
+    failures.handle_read_error(stream, p, "r1", error)
+    stream.refresh_from_db()
+    assert stream.state == S.FAILED_PERMANENTLY
+    assert "retention" in stream.state_reason
+    assert Partition.objects.get(pk=p.pk).watermark == T0
+    assert queued == []
+
+
+def test_lag_samples_fold_into_coarser_tiers(stream):
+    now = T0 + timedelta(days=8)
+    part(stream, "a")
+    for i in range(360):  # an hour of 10 s samples, 7 hours ago
+        LagSample.objects.create(stream=stream, at=now - timedelta(hours=7, seconds=10 * i), lag_seconds=i)
+    lag.downsample(stream.pk, now)
+    rows = LagSample.objects.filter(stream=stream)
+    assert rows.count() <= 61
+    assert set(rows.values_list("resolution_seconds", flat=True)) == {60}
+    assert max(rows.values_list("lag_seconds", flat=True)) == 359  # the worst survives
+
+
+def test_stalled_partition_records_rule_and_evidence(stream, settings):
+    settings.CDC_STALL_HEARTBEATS = 6
+    now = timezone.now()
+    part(stream, "a", last_progress_at=now - timedelta(minutes=5))
+    assert stalls.detect_stalled_partitions(stream, now) == 1
+    p = Partition.objects.get(token="a")
+    assert p.stalled
+    assert p.stall_rule == stalls.STALLED
+    assert p.stall_evidence["threshold_seconds"] == 60
