@@ -82,3 +82,33 @@ def test_partitions_are_read_only(admin_client, make_stream, make_partition):
     assert Partition.objects.get(pk=partition.pk).state == "RUNNING"
     for name in ("partitionedge", "lagsample"):
         assert admin_client.get(reverse(f"admin:partitions_{name}_changelist")).status_code == 200
+
+
+def test_adding_a_stream_refuses_an_end_before_its_start(admin_client):
+    add = reverse("admin:streams_stream_add")
+    assert admin_client.get(add).status_code == 200
+    form = {
+        "name": "orders",
+        "source_kind": "spanner_change_stream",
+        "project": "p",
+        "instance": "i",
+        "database": "d",
+        "change_stream": "Orders",
+        "dialect": "",
+        "heartbeat_ms": "10000",
+        "start_at_0": "2026-01-01",
+        "start_at_1": "12:00:00",
+        "end_at_0": "2026-01-01",
+        "end_at_1": "11:00:00",
+        "window_seconds": "60",
+        "transitions-TOTAL_FORMS": "0",
+        "transitions-INITIAL_FORMS": "0",
+        "errors-TOTAL_FORMS": "0",
+        "errors-INITIAL_FORMS": "0",
+    }
+    page = admin_client.post(add, form)
+    assert "the end timestamp must be after the start timestamp" in page.content.decode()
+    assert not Stream.objects.exists()
+    form["end_at_1"] = "13:00:00"
+    assert admin_client.post(add, form).status_code == 302
+    assert Stream.objects.get().state == "NOT_STARTED"
