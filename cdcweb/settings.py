@@ -130,13 +130,15 @@ CDC_STALL_CHECK_SECONDS = env_int("CDC_STALL_CHECK_SECONDS", 30)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     BROKER_DIR = VAR_DIR / "broker"
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         # One folder in and out: every worker and beat share the same queue.
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        # Without it kombu writes its exchange table to ./control in the working directory.
+        "control_folder": str(BROKER_DIR / "control"),
         # Measured: at kombu's default of 1 s the transport moved only a few tasks a second.
         "polling_interval": env_float("CDC_BROKER_POLLING_INTERVAL", 0.05),
     }
