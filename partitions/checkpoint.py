@@ -41,26 +41,29 @@ class Progress:
 
 
 def _store_children(partition: Partition, record: ChildPartitionsRecord) -> None:
-    # A merged child is announced by every parent: insert-if-absent on (stream, token).
-    start = record.start_timestamp
+    """Insert the announced children and their edges if absent (each parent announces a merge).
+
+    A child is stored only once every parent it names exists here: a parent that does
+    not exist yet (its own parent has not finished) will announce the same child when
+    it finishes, and only then could the child have all its edges. Storing it earlier
+    would let the parent-wait rule see one parent, finished, and schedule it too soon.
+    """
+    stream_id, start = partition.stream_id, record.start_timestamp
+    named = {t for c in record.child_partitions for t in c.parent_partition_tokens} | {partition.token}
+    known = dict(Partition.objects.filter(stream_id=stream_id, token__in=named).values_list("token", "pk"))
+    ready = [
+        c for c in record.child_partitions if {*c.parent_partition_tokens, partition.token} <= known.keys()
+    ]
     Partition.objects.bulk_create(
-        [
-            Partition(stream_id=partition.stream_id, token=c.token, start_at=start, watermark=start)
-            for c in record.child_partitions
-        ],
+        [Partition(stream_id=stream_id, token=c.token, start_at=start, watermark=start) for c in ready],
         ignore_conflicts=True,
     )
-    tokens = {c.token for c in record.child_partitions}
-    parent_tokens = {t for c in record.child_partitions for t in c.parent_partition_tokens} | {
-        partition.token
-    }
-    known = Partition.objects.filter(stream_id=partition.stream_id, token__in=tokens | parent_tokens)
-    by_token = dict(known.values_list("token", "pk"))
+    children = Partition.objects.filter(stream_id=stream_id, token__in=[c.token for c in ready])
+    by_token = dict(children.values_list("token", "pk"))
     edges = [
-        PartitionEdge(stream_id=partition.stream_id, parent_id=by_token[parent], child_id=by_token[c.token])
-        for c in record.child_partitions
+        PartitionEdge(stream_id=stream_id, parent_id=known[parent], child_id=by_token[c.token])
+        for c in ready
         for parent in {*c.parent_partition_tokens, partition.token}
-        if parent in by_token
     ]
     PartitionEdge.objects.bulk_create(edges, ignore_conflicts=True)
 

@@ -170,3 +170,22 @@ def test_stalled_partition_records_rule_and_evidence(stream, settings):
     assert p.stalled
     assert p.stall_rule == stalls.STALLED
     assert p.stall_evidence["threshold_seconds"] == 60
+
+
+def test_merged_child_waits_for_a_parent_that_does_not_exist_yet(stream, queued):
+    # given a merge of L and R where R's own parent has not announced R yet
+    left = part(stream, "L", lease_owner="r1")
+    finish_with_children(left, "r1", "C", parents=["L", "R"])
+    # then the child is not stored (nor scheduled) on L's word alone
+    assert not Partition.objects.filter(token="C").exists()
+    # when R appears, is read and announces the same child
+    right = part(stream, "R", lease_owner="r2")
+    finish_with_children(right, "r2", "C", parents=["L", "R"])
+    scheduling.schedule_children(right)
+    # then the child has both edges and is scheduled once both parents finished
+    child = Partition.objects.get(token="C")
+    assert set(PartitionEdge.objects.filter(child=child).values_list("parent__token", flat=True)) == {
+        "L",
+        "R",
+    }
+    assert child.state == P.SCHEDULED
