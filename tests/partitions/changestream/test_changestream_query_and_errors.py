@@ -61,13 +61,6 @@ def test_naive_start_is_refused():
         build_query("googlesql", "Changes", datetime(2024, 1, 1), None, None, 10_000)  # noqa: DTZ001
 
 
-def test_unreachable_server_is_a_retryable_error(unreachable_database):
-    reader = ChangeStreamReader(unreachable_database, "Changes", "googlesql", 10_000, timeout=5)
-    with pytest.raises(RetryableSpannerError) as caught:
-        next(reader.read(None, START, START))
-    assert caught.value.__cause__ is not None
-
-
 class _RpcError(grpc.RpcError):
     def __init__(self, code):
         self._code = code
