@@ -69,6 +69,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "streams",
     "partitions",
 ]
@@ -109,9 +114,43 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "login"
+
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+
+# --- REST API ---------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    # Token first: an anonymous request then gets 401 with WWW-Authenticate, not 403.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["streams.api.permissions.RolePermission"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "streams.api.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "cdcweb API",
+    "DESCRIPTION": "Run and watch change-data-capture streams read from Spanner change streams.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The docs page's JavaScript and CSS come from static files, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "StreamStateEnum": "streams.models.Stream.State",
+        "PartitionStateEnum": "partitions.models.Partition.State",
+    },
+}
 
 # --- Change stream reading -------------------------------------------------------------
 CDC_LANDING_URI = env_str("CDC_LANDING_URI", str(VAR_DIR / "landing"))
@@ -125,6 +164,9 @@ CDC_LAG_SAMPLE_SECONDS = env_int("CDC_LAG_SAMPLE_SECONDS", 10)
 CDC_LAG_RETENTION_DAYS = env_int("CDC_LAG_RETENTION_DAYS", 30)
 CDC_SCHEDULE_SECONDS = env_float("CDC_SCHEDULE_SECONDS", 5.0)
 CDC_STALL_CHECK_SECONDS = env_int("CDC_STALL_CHECK_SECONDS", 30)
+# The change stream's retention (Spanner's default is one day): a paused stream must
+# resume before its low watermark falls out of it; the dashboard warns at 25 % left.
+CDC_STREAM_RETENTION_HOURS = env_int("CDC_STREAM_RETENTION_HOURS", 24)
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")

@@ -1,0 +1,56 @@
+"""Partitions API: every partition, and the partitions of one stream."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.db.models import Case, F, Prefetch, Value, When
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import viewsets
+
+from partitions.models import Partition, PartitionEdge
+from streams.api.views import STREAM_PK, StreamChildViewSet
+
+from .filtersets import PartitionFilterSet
+from .serializers import PartitionDetailSerializer, PartitionSerializer
+
+FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def partition_rows():
+    """Return partitions with the stream's end (for lag) and the sort key of lag."""
+    lag_key = Case(When(state=Partition.State.FINISHED, then=Value(FAR_FUTURE)), default=F("watermark"))
+    return Partition.objects.annotate(stream_end_at=F("stream__end_at"), lag_key=lag_key).order_by(
+        "stream_id", "start_at", "id"
+    )
+
+
+class PartitionViewSet(viewsets.ReadOnlyModelViewSet):
+    """Partitions of every stream; one partition with its parent and child tokens."""
+
+    queryset = partition_rows()
+    serializer_class = PartitionSerializer
+    filterset_class = PartitionFilterSet
+
+    def get_queryset(self):
+        """Add the lineage neighbours when one partition is shown (two queries, not one per edge)."""
+        queryset = super().get_queryset()
+        if self.action != "retrieve":
+            return queryset
+        return queryset.prefetch_related(
+            Prefetch("parent_edges", PartitionEdge.objects.select_related("parent").order_by("parent_id")),
+            Prefetch("child_edges", PartitionEdge.objects.select_related("child").order_by("child_id")),
+        )
+
+    def get_serializer_class(self):
+        """Use the detailed serializer for one partition."""
+        return PartitionDetailSerializer if self.action == "retrieve" else PartitionSerializer
+
+
+@extend_schema_view(list=extend_schema(parameters=[STREAM_PK]))
+class StreamPartitionViewSet(StreamChildViewSet):
+    """The partitions of one stream: filter by state and stall, order by lag or start, paginated."""
+
+    queryset = partition_rows()
+    serializer_class = PartitionSerializer
+    filterset_class = PartitionFilterSet

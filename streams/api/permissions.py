@@ -1,0 +1,40 @@
+"""Who may do what through the API: viewers read; operators also create, change, delete and act."""
+
+from __future__ import annotations
+
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+READ = "streams.view_stream"
+OPERATE = "streams.operate_stream"
+WRITE = {
+    "POST": "streams.add_stream",
+    "PUT": "streams.change_stream",
+    "PATCH": "streams.change_stream",
+    "DELETE": "streams.delete_stream",
+}
+
+
+def required_permission(request, view) -> str:
+    """Return the permission a request needs: actions need operate_stream, writes the model's."""
+    if getattr(view, "action", None) in getattr(view, "operate_actions", ()):
+        return OPERATE
+    if request.method in SAFE_METHODS:
+        return READ
+    return WRITE.get(request.method, OPERATE)
+
+
+class RolePermission(BasePermission):
+    """Allow a request when the user's groups (viewers, operators) or superuser status grant it.
+
+    Anonymous requests are refused before any check, so DRF answers 401 with
+    WWW-Authenticate (the token authenticator comes first), never 403.
+    """
+
+    message = "your role does not allow this: operators may change and act on streams, viewers only read"
+
+    def has_permission(self, request, view) -> bool:
+        """Return True if the authenticated user holds the permission the request needs."""
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        return user.has_perm(required_permission(request, view))
