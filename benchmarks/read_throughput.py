@@ -1,0 +1,188 @@
+"""Reader throughput: the client's default decode vs cdcweb's reader vs the tail tool.
+
+For each dialect, over the same 10-minute backlog of the simulator:
+  (a) the official client's default decode (lazy_decode=False) of the recorded
+      PartialResultSet messages, in process, rows discarded;
+  (b) cdcweb's reader path (lazy_decode=True + the change record decoders) turning the
+      same messages into typed records;
+  (c) `manage.py tail_change_stream` end to end over gRPC (all partitions, parent before
+      child), with the simulator's own serve rate (bytes received, nothing decoded) beside it.
+All rates are data change records per second. Both (a) and (b) include deserializing the
+messages, as the client's gRPC path does.
+
+Run: .venv/bin/python benchmarks/read_throughput.py [--tps 100] [--minutes 10] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import grpc
+from google.cloud.spanner_v1 import CreateSessionRequest, ExecuteSqlRequest, PartialResultSet, Session
+from google.cloud.spanner_v1._helpers import _make_value_pb
+from google.cloud.spanner_v1.streamed import StreamedResultSet
+from google.protobuf import struct_pb2
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from partitions.changestream.parse import GoogleSqlDecoder, decode_postgresql_value  # noqa: E402
+from partitions.changestream.query import build_query  # noqa: E402
+from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord  # noqa: E402
+from partitions.changestream.times import format_time  # noqa: E402
+
+DATABASES = {"googlesql": "demo-db", "postgresql": "demo-pg"}
+PREFIX = "projects/bench/instances/bench/databases/"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_simulator(port: int, epoch: datetime, tps: float) -> subprocess.Popen:
+    args = [sys.executable, "manage.py", "spanner_simulator", "--port", str(port), "--tps", str(tps)]
+    args += ["--epoch", format_time(epoch), "--retention", "2h"]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    banner = proc.stdout.readline()
+    try:
+        grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{port}")).result(timeout=30)
+    except grpc.FutureTimeoutError:
+        proc.kill()
+        raise SystemExit(f"the simulator did not start: {banner}{proc.stdout.read()}") from None
+    return proc
+
+
+class RawClient:
+    """ExecuteStreamingSql over a plain channel, keeping each message's bytes."""
+
+    def __init__(self, port: int, database: str):
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        create = self.channel.unary_unary(
+            "/google.spanner.v1.Spanner/CreateSession",
+            request_serializer=CreateSessionRequest.serialize,
+            response_deserializer=Session.deserialize,
+        )
+        self.session = create(CreateSessionRequest(database=PREFIX + database)).name
+        self.stream = self.channel.unary_stream(
+            "/google.spanner.v1.Spanner/ExecuteStreamingSql",
+            request_serializer=ExecuteSqlRequest.serialize,
+            response_deserializer=lambda raw: raw,
+        )
+
+    def query(self, query) -> list[bytes]:
+        params = struct_pb2.Struct(fields={k: _make_value_pb(v) for k, v in query.params.items()})
+        request = ExecuteSqlRequest(
+            session=self.session, sql=query.sql, params=params, param_types=query.param_types
+        )
+        return list(self.stream(request))
+
+
+def decoder(dialect: str):
+    return GoogleSqlDecoder().decode if dialect == "googlesql" else decode_postgresql_value
+
+
+def messages(recorded: list[bytes]):
+    return (PartialResultSet.deserialize(raw) for raw in recorded)
+
+
+def record_backlog(client: RawClient, dialect: str, start: datetime, end: datetime):
+    """Return every query's messages of [start, end], the data record count, serve seconds."""
+    decode = decoder(dialect)
+    todo, seen, recorded, served, data = [(None, start)], set(), [], 0.0, 0
+    while todo:
+        token, begin = todo.pop()
+        query = build_query(dialect, "Changes", begin, end, token, 10_000)
+        started = time.perf_counter()
+        msgs = client.query(query)
+        served += time.perf_counter() - started
+        recorded.append(msgs)
+        for row in StreamedResultSet(messages(msgs), lazy_decode=True):
+            record = decode(row[0], token)
+            if isinstance(record, DataChangeRecord):
+                data += 1
+            elif isinstance(record, ChildPartitionsRecord):
+                for child in record.child_partitions:
+                    if child.token not in seen:
+                        seen.add(child.token)
+                        todo.append((child.token, record.start_timestamp))
+    return recorded, data, served
+
+
+def default_decode(recorded, dialect) -> None:
+    for msgs in recorded:
+        for _row in StreamedResultSet(messages(msgs), lazy_decode=False):
+            pass
+
+
+def reader_decode(recorded, dialect) -> None:
+    decode = decoder(dialect)
+    for msgs in recorded:
+        for row in StreamedResultSet(messages(msgs), lazy_decode=True):
+            decode(row[0], "token")
+
+
+def best_seconds(run, recorded, dialect, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run(recorded, dialect)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def tail_rate(port: int, dialect: str, start: datetime, end: datetime) -> tuple[int, float]:
+    args = [sys.executable, "manage.py", "tail_change_stream", "--project", "bench", "--instance", "bench"]
+    args += ["--database", DATABASES[dialect], "--stream", "Changes", "--emulator-host", f"127.0.0.1:{port}"]
+    args += ["--start", format_time(start), "--end", format_time(end)]
+    started = time.perf_counter()
+    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True, env=os.environ)
+    wall = time.perf_counter() - started
+    summary = dict(item.split("=") for item in out.stderr.split())
+    return int(summary["data_records"]), wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tps", type=float, default=100.0)
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    epoch = (datetime.now(UTC) - timedelta(minutes=args.minutes + 20)).replace(microsecond=0)
+    start = epoch + timedelta(minutes=5)
+    end = start + timedelta(minutes=args.minutes)
+    port = free_port()
+    sim = start_simulator(port, epoch, args.tps)
+    lines = []
+    try:
+        for dialect in ("googlesql", "postgresql"):
+            client = RawClient(port, DATABASES[dialect])
+            record_backlog(client, dialect, start, end)  # warm the simulator's caches
+            recorded, data, served = record_backlog(client, dialect, start, end)
+            a = data / best_seconds(default_decode, recorded, dialect, args.repeats)
+            b = data / best_seconds(reader_decode, recorded, dialect, args.repeats)
+            tailed, wall = tail_rate(port, dialect, start, end)
+            assert tailed == data, f"tail read {tailed} data records, the backlog holds {data}"
+            c = data / wall
+            print(f"{dialect}: {data:,} data change records in {len(recorded)} queries")
+            print(f"  (a) client default decode      {a:>10,.0f} records/s")
+            print(f"  (b) cdcweb reader decode       {b:>10,.0f} records/s")
+            print(f"  (c) tail_change_stream (gRPC)  {c:>10,.0f} records/s ({wall:.2f} s incl. start-up)")
+            print(f"      simulator serve rate       {data / served:>10,.0f} records/s")
+            lines.append(f"{dialect} b/a={b / a:.2f} c/a={c / a:.2f}")
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
