@@ -1,0 +1,157 @@
+"""Run the selected reports over one stream's landed mods and write their tables.
+
+Steps: list the input files, dedupe the mods and roll them up into change records
+(persisted on disk, so every report reuses one shuffle and the driver's memory stays
+flat), then build, collect and write each table, then ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import pyspark
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_tasks.churn import build_churn_by_hour, build_lineage_lifetimes, read_lineage
+from spark_tasks.cost import assumptions, build_cost
+from spark_tasks.landing import dedupe, list_input_files, read_mods, to_records
+from spark_tasks.latency import build_latency_by_minute, build_latency_by_table
+from spark_tasks.output import collect_table, write_json, write_table
+from spark_tasks.session import build_session, shuffle_partitions
+from spark_tasks.throughput import build_busiest_partitions, build_partition_activity, build_throughput
+from spark_tasks.transactions import (
+    build_transaction_shape,
+    build_transaction_summary,
+    build_transaction_tags,
+    build_transactions,
+)
+
+Builder = Callable[[DataFrame], DataFrame]
+
+
+def progress(done: int, total: int, began: float, step: str) -> None:
+    """Print ``PROGRESS <done>/<total> <elapsed seconds> <step>`` for the Celery wrapper."""
+    print(f"PROGRESS {done}/{total} {time.monotonic() - began:.1f} {step}", flush=True)
+
+
+def select_tables(args: argparse.Namespace, lineage: DataFrame | None) -> list[tuple[str, str, Builder]]:
+    """Return (report, table name, builder) for the reports ``args.report`` selects."""
+    tables = [
+        ("throughput", "throughput", build_throughput),
+        ("throughput", "busiest_partitions", lambda m: build_busiest_partitions(m, args.top)),
+        ("latency", "latency_by_minute", build_latency_by_minute),
+        ("latency", "latency_by_table", build_latency_by_table),
+        ("transactions", "transaction_summary", build_transaction_summary),
+        ("transactions", "transaction_shape", build_transaction_shape),
+        ("transactions", "transaction_tags", lambda m: build_transaction_tags(m, args.top)),
+        ("churn", "partition_activity", build_partition_activity),
+        ("cost", "cost", lambda m: build_cost(m, args.prices)),
+    ]
+    if lineage is not None:
+        tables.insert(-1, ("churn", "churn_by_hour", lambda _: build_churn_by_hour(lineage)))
+        tables.insert(-1, ("churn", "partition_lifetimes", lambda _: build_lineage_lifetimes(lineage)))
+    return [t for t in tables if args.report in ("all", t[0])]
+
+
+def load_lineage(spark: SparkSession, args: argparse.Namespace) -> DataFrame | None:
+    """Return the lineage partitions that overlap the range, or None without --lineage."""
+    if not args.lineage or args.report not in ("all", "churn"):
+        return None
+    lineage = read_lineage(spark, args.lineage)
+    if args.until is not None:
+        lineage = lineage.where(F.col("start_at") < F.lit(args.until))
+    if args.since is not None:
+        lineage = lineage.where(F.col("end_at").isNull() | (F.col("end_at") >= F.lit(args.since)))
+    return lineage
+
+
+def totals(records: DataFrame, landed: DataFrame) -> dict:
+    """Return the deduplicated totals and how many landed mods were duplicates."""
+    columns, rows = collect_table(
+        records.agg(
+            F.count(F.lit(1)).alias("records"),
+            F.coalesce(F.sum("mods"), F.lit(0)).alias("mods"),
+            F.coalesce(F.sum("bytes"), F.lit(0)).alias("bytes"),
+            F.countDistinct("stream_name", "server_transaction_id").alias("transactions"),
+            F.min("commit_timestamp").alias("first_commit"),
+            F.max("commit_timestamp").alias("last_commit"),
+        )
+    )
+    result = dict(zip(columns, rows[0], strict=True))
+    result["landed_mods"] = landed.count()
+    result["duplicate_mods_removed"] = result["landed_mods"] - result["mods"]
+    return result
+
+
+def write_cost(out: Path, df: DataFrame, args: argparse.Namespace) -> tuple[int, list[dict]]:
+    """Write cost.json with its assumptions beside the figures; return rows and assumptions."""
+    columns, rows = collect_table(df)
+    factor = columns.index("overhead_factor")
+    measured = {} if args.prices.overhead_factor is not None else {r[0]: r[factor] for r in rows}
+    used = assumptions(args.prices, measured)
+    write_json(out / "cost.json", {"name": "cost", "columns": columns, "rows": rows, "assumptions": used})
+    return len(rows), used
+
+
+def settings(args: argparse.Namespace) -> dict:
+    """Return the job's settings for the summary."""
+    iso = lambda t: t.isoformat().replace("+00:00", "Z") if t else None  # noqa: E731
+    return {
+        "input": args.input,
+        "stream": args.stream,
+        "since": iso(args.since),
+        "until": iso(args.until),
+        "report": args.report,
+        "lineage": args.lineage,
+        "prices": asdict(args.prices),
+    }
+
+
+def run_report(args: argparse.Namespace, began: float) -> Path:
+    """Run the job on a new session, always stopping it; return the summary's path."""
+    spark = build_session()
+    try:
+        return _run(spark, args, began)
+    finally:
+        spark.stop()
+
+
+def _run(spark: SparkSession, args: argparse.Namespace, began: float) -> Path:
+    args.output.mkdir(parents=True, exist_ok=True)
+    files = list_input_files(spark, args.input, args.stream, args.since, args.until)
+    partitions = shuffle_partitions(files.bytes, spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    tables = select_tables(args, load_lineage(spark, args))
+    total = len(tables) + 2
+    progress(1, total, began, f"input {len(files.paths)} files {files.bytes} bytes")
+    landed = read_mods(spark, files.paths, args.since, args.until)
+    mods = dedupe(landed)
+    # Every builder calls to_records(mods) / build_transactions(mods); Spark's cache
+    # manager matches those plans to these persisted ones, so dedupe runs once.
+    cached = [to_records(mods).persist(StorageLevel.DISK_ONLY)]
+    summary = {"settings": settings(args), "totals": totals(cached[0], landed), "tables": {}}
+    if any(t[0] == "transactions" for t in tables):
+        cached.append(build_transactions(mods).persist(StorageLevel.DISK_ONLY))
+    progress(2, total, began, "dedupe")
+    for done, (report, name, build) in enumerate(tables, start=3):
+        if name == "cost":
+            rows, summary["assumptions"] = write_cost(args.output, build(mods), args)
+        else:
+            rows = write_table(args.output, name, build(mods))
+        summary["tables"][name] = {"report": report, "file": f"{name}.json", "rows": rows}
+        progress(done, total, began, name)
+    for df in cached:
+        df.unpersist()
+    summary["input"] = {"files": len(files.paths), "bytes": files.bytes}
+    summary["spark"] = {"version": pyspark.__version__, "master": spark.sparkContext.master,
+                        "shuffle_partitions": partitions}  # fmt: skip
+    summary["elapsed_seconds"] = round(time.monotonic() - began, 3)
+    summary["empty"] = summary["totals"]["mods"] == 0
+    write_json(args.output / "summary.json", summary)
+    return args.output / "summary.json"

@@ -1,0 +1,94 @@
+"""Transaction shape: records and partitions per transaction, spanning share, top tags.
+
+Spanner declares on every record how many records and partitions its transaction has
+(``number_of_records_in_transaction``, ``number_of_partitions_in_transaction``); the
+distributions use those. What actually landed is counted beside them: a transaction
+whose landed records fall short of the declared count is reported as incomplete.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_tasks.landing import to_records
+
+MEASURES = ("records", "partitions", "mods")
+
+
+def build_transactions(df: DataFrame) -> DataFrame:
+    """Return one row per stream and transaction: declared and landed counts, tag, tables."""
+    per_partition = (
+        to_records(df)
+        .groupBy("stream_name", "server_transaction_id", "partition_token")
+        .agg(
+            F.count(F.lit(1)).alias("landed_records"),
+            F.sum("mods").alias("mods"),
+            F.sum("bytes").alias("bytes"),
+            F.max("tx_records").alias("records"),
+            F.max("tx_partitions").alias("partitions"),
+            F.first("transaction_tag").alias("transaction_tag"),
+            F.max(F.col("is_system_transaction").cast("int")).alias("system"),
+        )
+    )
+    return per_partition.groupBy("stream_name", "server_transaction_id").agg(
+        F.max("records").alias("records"),
+        F.max("partitions").alias("partitions"),
+        F.sum("landed_records").alias("landed_records"),
+        F.count(F.lit(1)).alias("landed_partitions"),
+        F.sum("mods").alias("mods"),
+        F.sum("bytes").alias("bytes"),
+        F.first("transaction_tag").alias("transaction_tag"),
+        F.max("system").alias("system"),
+    )
+
+
+def build_transaction_shape(df: DataFrame) -> DataFrame:
+    """Return per stream, measure (records, partitions, mods) and value: how many transactions."""
+    txs = build_transactions(df)
+    long = txs.select(
+        "stream_name",
+        F.explode(
+            F.array(*(F.struct(F.lit(m).alias("measure"), F.col(m).alias("value")) for m in MEASURES))
+        ).alias("m"),
+    )
+    return (
+        long.groupBy("stream_name", "m.measure", "m.value")
+        .agg(F.count(F.lit(1)).alias("transactions"))
+        .orderBy("stream_name", "measure", "value")
+    )
+
+
+def build_transaction_summary(df: DataFrame) -> DataFrame:
+    """Return per stream: transactions, those spanning partitions and their share, incomplete, system."""
+    txs = build_transactions(df)
+    flag = lambda cond: F.sum(F.when(cond, 1).otherwise(0))  # noqa: E731
+    return (
+        txs.groupBy("stream_name")
+        .agg(
+            F.count(F.lit(1)).alias("transactions"),
+            flag(F.col("partitions") > 1).alias("spanning_partitions"),
+            flag(F.col("landed_records") < F.col("records")).alias("incomplete"),
+            flag(F.col("system") == 1).alias("system"),
+            F.avg("records").alias("mean_records"),
+            F.avg("partitions").alias("mean_partitions"),
+        )
+        .withColumn("spanning_share", F.col("spanning_partitions") / F.col("transactions"))
+        .orderBy("stream_name")
+    )
+
+
+def build_transaction_tags(df: DataFrame, top: int = 20) -> DataFrame:
+    """Return the ``top`` transaction tags per stream by transactions ("" = untagged)."""
+    txs = build_transactions(df)
+    return (
+        txs.groupBy("stream_name", "transaction_tag")
+        .agg(
+            F.count(F.lit(1)).alias("transactions"),
+            F.sum("landed_records").alias("records"),
+            F.sum("mods").alias("mods"),
+            F.sum("bytes").alias("bytes"),
+        )
+        .orderBy(F.desc("transactions"), "transaction_tag")
+        .limit(top)
+    )
