@@ -138,17 +138,17 @@ def check_query(spec: QuerySpec, config: SimulatorConfig, database: str, now_us:
         raise _invalid(
             f"end_timestamp {format_ts(spec.end_us)} is before start_timestamp {format_ts(spec.start_us)}"
         )
-    epoch_us = to_us(config.epoch)
-    if spec.start_us < epoch_us:
-        raise _invalid(
-            f"start_timestamp {format_ts(spec.start_us)} is before the change stream was created "
-            f"({format_ts(epoch_us)})"
-        )
     oldest = now_us - int(config.retention * 1_000_000)
     if spec.start_us < oldest:
         raise _invalid(
             f"start_timestamp {format_ts(spec.start_us)} is outside the change stream's retention period: "
             f"it must be at or after {format_ts(oldest)}"
+        )
+    epoch_us = to_us(config.epoch)
+    if spec.start_us < epoch_us:
+        raise _invalid(
+            f"start_timestamp {format_ts(spec.start_us)} is before the change stream was created "
+            f"({format_ts(epoch_us)})"
         )
     if spec.start_us > now_us:
         raise _invalid(
