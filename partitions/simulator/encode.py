@@ -27,9 +27,12 @@ _EMPTY_LIST = b"\x32\x00"
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+_SMALL = [bytes((n,)) for n in range(128)]
+
+
 def _varint(n: int) -> bytes:
     if n < 0x80:
-        return bytes((n,))
+        return _SMALL[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -39,15 +42,20 @@ def _varint(n: int) -> bytes:
 
 
 def _field(tag: bytes, payload: bytes) -> bytes:
-    return tag + _varint(len(payload)) + payload
+    n = len(payload)
+    return tag + (_SMALL[n] if n < 0x80 else _varint(n)) + payload
 
 
 def _str(text: str) -> bytes:
-    return _field(b"\x1a", text.encode())
+    data = text.encode()
+    n = len(data)
+    return b"\x1a" + (_SMALL[n] if n < 0x80 else _varint(n)) + data
 
 
 def _list(items) -> bytes:
-    return _field(b"\x32", b"".join([_field(b"\x0a", item) for item in items]))
+    small, varint = _SMALL, _varint
+    inner = b"".join([b"\x0a" + (small[len(i)] if len(i) < 0x80 else varint(len(i))) + i for i in items])
+    return _field(b"\x32", inner)
 
 
 def _int(n: int) -> bytes:

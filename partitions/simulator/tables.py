@@ -33,10 +33,10 @@ class Table:
     value_capture_type: str
     columns: tuple[tuple[str, dict, str], ...]  # (name, Spanner type, value kind)
 
-    @property
-    def non_key(self) -> tuple[str, ...]:
-        """Return the non-key column names in schema order."""
-        return tuple(name for name, _, _ in self.columns[1:])
+    def __post_init__(self):
+        # Computed once: make_mod asks for it for every write.
+        object.__setattr__(self, "non_key", tuple(name for name, _, _ in self.columns[1:]))
+        object.__setattr__(self, "kinds", {name: kind for name, _, kind in self.columns})
 
 
 _ARRAY_OF_STRING = {"code": "ARRAY", "array_element_type": {"code": "STRING"}}
@@ -135,7 +135,7 @@ def make_mod(
     2. UPDATE changes ``changed``: NEW_ROW* types return the whole new row, the others
        only the changed columns; *OLD_VALUES types add the changed columns' old values.
     """
-    kinds = {name: kind for name, _, kind in table.columns}
+    kinds = table.kinds
     capture = table.value_capture_type
     keys = {table.columns[0][0]: key_value(table, key)}
     keeps_old = capture in ("OLD_AND_NEW_VALUES", "NEW_ROW_AND_OLD_VALUES")
