@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from .errors import ChangeRecordError
 from .records import (
     MOD_TYPES,
@@ -311,7 +313,7 @@ def _canonical_data_change_record(body: Any) -> DataChangeRecord:
             body["server_transaction_id"],
             body["is_last_record_in_transaction_in_partition"],
             body["table_name"],
-            _canonical_column_types(body["column_types"]),
+            _canonical_column_types(body["column_types"], body["table_name"]),
             tuple(Mod(m["keys"], m["new_values"], m["old_values"]) for m in body["mods"]),
             body["mod_type"],
             body["value_capture_type"],
@@ -344,8 +346,16 @@ def _is_canonical(r: DataChangeRecord) -> bool:
     )  # fmt: skip
 
 
-def _canonical_column_types(items: Any) -> tuple[ColumnType, ...]:
-    # Not cached: keying by repr() of the decoded list costs more than building it.
+# table name -> (decoded column_types list, built tuple). A table's column types repeat in
+# nearly every record, and comparing two decoded lists runs in C: far cheaper than
+# building and checking the ColumnType objects again.
+_PG_COLUMN_TYPES: dict[Any, tuple[Any, tuple[ColumnType, ...]]] = {}
+
+
+def _canonical_column_types(items: Any, table: Any) -> tuple[ColumnType, ...]:
+    cached = _PG_COLUMN_TYPES.get(table)
+    if cached is not None and cached[0] == items:
+        return cached[1]
     column_types = tuple(
         ColumnType(c["name"], c["type"], c["is_primary_key"], c["ordinal_position"]) for c in items
     )
@@ -355,6 +365,8 @@ def _canonical_column_types(items: Any) -> tuple[ColumnType, ...]:
         for c in column_types
     ):  # fmt: skip
         raise _NotCanonical
+    if type(table) is str and len(_PG_COLUMN_TYPES) < 4096:
+        _PG_COLUMN_TYPES[table] = (items, column_types)
     return column_types
 
 
@@ -367,7 +379,13 @@ def decode_postgresql_value(value_pb: Any, partition_token: str | None) -> Chang
             field="ChangeRecord",
             partition_token=partition_token,
         )
-    return parse_postgresql_row(load_json(text, "ChangeRecord", partition_token), partition_token)
+    try:
+        # orjson parses the whole row about twice as fast as the stdlib; that is what lets
+        # building typed records cost no more than the client's own JSON decode.
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        obj = load_json(text, "ChangeRecord", partition_token)  # raises, naming the field
+    return parse_postgresql_row(obj, partition_token)
 
 
 def _check_one_kind(present: list[str], partition_token: str | None) -> None:
