@@ -19,6 +19,8 @@ from partitions.simulator.groundtruth import ground_truth_lines
 
 
 class Command(BaseCommand):
+    # The simulator needs no database: skip the system checks for a fast start.
+    requires_system_checks = []
     help = (
         "Serve a deterministic Spanner change stream over the real gRPC API (point the client at it "
         "with SPANNER_EMULATOR_HOST=HOST:PORT). Defaults: seed 1, databases demo-db (GoogleSQL) and "
