@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from partitions.models import LagSample, Partition, PartitionEdge
+from streams.access import can_operate
 from streams.models import Stream
 
 P = Partition.State
@@ -188,8 +189,11 @@ def partition_detail(request, pk: int):
             {**p, "at": p["at"].isoformat(), "watermark": p["watermark"].isoformat()} for p in history
         ],
         "lag_seconds": None if partition.state == P.FINISHED else (now - partition.watermark).total_seconds(),
-        "lease_live": bool(partition.lease_expires_at and partition.lease_expires_at > now),
+        "lease_live": bool(
+            partition.lease_owner and partition.lease_expires_at and partition.lease_expires_at > now
+        ),
         "errors": list(partition.errors.all()[:20]),
+        "can_operate": can_operate(request.user),
         **_ancestor_context(partition),
     }
     return render(request, "partitions/detail.html", context)

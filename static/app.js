@@ -7,10 +7,10 @@
     CREATED: "#94a3b8", SCHEDULED: "#3b82f6", RUNNING: "#16a34a", FINISHED: "#475569",
   };
   var LAYOUT = {
-    margin: { l: 56, r: 16, t: 8, b: 36 }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+    margin: { l: 56, r: 16, t: 24, b: 36 }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
     font: { family: "Inter, system-ui, sans-serif", size: 12, color: "#334155" },
     xaxis: { type: "date", gridcolor: "#e2e8f0" }, yaxis: { gridcolor: "#e2e8f0", rangemode: "tozero" },
-    legend: { orientation: "h", y: 1.12 }, hovermode: "closest",
+    legend: { orientation: "h", y: -0.18, x: 0 }, hovermode: "closest",
   };
   var CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
 
@@ -94,6 +94,8 @@
       line("max_partition_lag", "max partition lag", "#dc2626", "dot"),
     ];
     var extra = annotate(stateChanges(since));
+    extra.xaxis = Object.assign({}, LAYOUT.xaxis, { range: [t(since), t(new Date())] });
+    extra.margin = { l: 56, r: 16, t: 24, b: 60 };
     extra.yaxis = Object.assign({}, LAYOUT.yaxis, { title: { text: "seconds" } });
     Plotly.react(el, traces, layout(extra), CONFIG);
     var tp = throughputSeries(samples);
@@ -199,6 +201,24 @@
     return { traces: traces, rows: laid.order.length };
   }
 
+  /* Return the id of the unfinished partition with the oldest watermark, and name it above the chart. */
+  function lowWatermarkHolder(nodes) {
+    var best = null;
+    nodes.forEach(function (n) {
+      if (n.state !== "FINISHED" && n.watermark && (!best || n.watermark < best.watermark)) best = n;
+    });
+    var caption = document.getElementById("lineage-holder");
+    if (best && caption) {
+      var link = document.createElement("a");
+      link.href = document.getElementById("lineage-chart").getAttribute("data-partition-url").replace(/0\/$/, best.id + "/");
+      link.textContent = best.token;
+      caption.textContent = "Held back by partition ";
+      caption.appendChild(link);
+      caption.appendChild(document.createTextNode(" (watermark " + best.watermark + ", lag " + duration(best.lag_seconds) + ")."));
+    }
+    return best ? best.id : null;
+  }
+
   function setupLineage(el) {
     var url = el.getAttribute("data-lineage-url");
     var partitionUrl = el.getAttribute("data-partition-url");
@@ -207,7 +227,7 @@
       getJSON(url).then(function (data) {
         var nodes = data.nodes || [], edges = data.edges || [];
         if (!nodes.length) { showError(el, "No partitions yet."); return; }
-        var holder = Number(el.getAttribute("data-holder")) || null;
+        var holder = lowWatermarkHolder(nodes) || Number(el.getAttribute("data-holder")) || null;
         var built = lineageTraces(nodes, edges, holder);
         document.getElementById("lineage-count").textContent = nodes.length + " partitions, " + edges.length + " links";
         Plotly.react(el, built.traces, layout({
@@ -236,7 +256,8 @@
       x: points.map(function (p) { return t(p.at); }), y: points.map(function (p) { return t(p.watermark); }),
       text: points.map(function (p) { return p.source; }), hovertemplate: "%{y}<br>%{text}<extra></extra>",
       line: { color: "#2563eb", shape: "hv" } }],
-    layout({ showlegend: false, yaxis: { type: "date", gridcolor: "#e2e8f0", title: { text: "watermark" } },
+    layout({ showlegend: false, margin: { l: 80, r: 16, t: 8, b: 48 },
+      yaxis: { type: "date", gridcolor: "#e2e8f0", tickformat: "%H:%M:%S" },
       xaxis: { type: "date", gridcolor: "#e2e8f0", title: { text: "recorded at" } } }), CONFIG);
   }
 

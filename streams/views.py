@@ -36,7 +36,8 @@ DONE = {
 @login_required
 def overview(request):
     """Show every stream as one row: state, lag, sparkline, throughput, partitions, warnings."""
-    return render(request, "streams/overview.html", _overview_context())
+    context = {**_overview_context(), "can_operate": can_operate(request.user)}
+    return render(request, "streams/overview.html", context)
 
 
 @login_required
