@@ -1,0 +1,209 @@
+"""The dashboard in Debian's headless Chromium against a live server and a running demo stream.
+
+The stream is real: a Celery worker reads it from the simulator over gRPC (the
+pipeline fixtures of tests/partitions/pipeline), and the web server is a separate
+`manage.py runserver` process on the same database and broker, so a Pause clicked
+in the browser reaches the worker that drains the stream.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+
+from partitions.models import LagSample, Partition
+from streams.models import Stream
+
+pytestmark = pytest.mark.slow
+DRIVER = "/usr/bin/chromedriver"
+ARTIFACTS = Path("test-artifacts")
+# Reuse the pipeline engineer's fixtures (simulator, worker processes, shared database).
+_spec = importlib.util.spec_from_file_location(
+    "pipeline_fixtures", Path(__file__).resolve().parents[1] / "partitions" / "pipeline" / "conftest.py"
+)
+_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixtures)
+pipeline, sim_config, sim = _fixtures.pipeline, _fixtures.sim_config, _fixtures.sim
+POINTS_JS = """
+const el = document.getElementById(arguments[0]);
+if (!el || !el.data) return 0;
+return el.data.reduce((n, t) => n + (t.x || []).filter(v => v !== null).length, 0);
+"""
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Yield a headless Chromium driven by Selenium, or skip when none is installed."""
+    binary = _chromium()
+    if binary is None or not os.path.exists(DRIVER):
+        pytest.skip("chromium not found: apt-get install chromium chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1440,2000"):  # fmt: skip
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def live_url(pipeline):
+    """Start `manage.py runserver` on the pipeline's database and broker; return its URL."""
+    port = _free_port()
+    pipeline.spawn("web", sys.executable, "manage.py", "runserver",
+                   f"127.0.0.1:{port}", "--noreload", "--insecure")  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return f"http://127.0.0.1:{port}"
+        time.sleep(0.2)
+    pytest.fail("the web server did not start: " + pipeline.log_text("web")[-2000:])
+
+
+@pytest.fixture(scope="module")
+def demo_stream(pipeline, sim, _wait):
+    """Start a demo stream with a backlog, read by a real worker; wait for lineage and lag samples."""
+    pipeline.beat()
+    pipeline.worker("w1")
+    start = (timezone.now() - timedelta(minutes=2)).replace(microsecond=0)
+    pipeline.manage(
+        "cdc_stream", "create", "demo", "--project", "p", "--instance", "i", "--database", "demo-db",
+        "--change-stream", sim.config.stream, "--start", start.isoformat(), "--heartbeat-ms", "1000",
+        "--window-seconds", "5", "--emulator-host", sim.emulator_host,
+    )  # fmt: skip
+    pipeline.manage("cdc_stream", "start", "demo")
+    stream = Stream.objects.get(name="demo")
+    _wait("partitions and lag samples", lambda: Partition.objects.filter(stream=stream).count() > 8
+          and LagSample.objects.filter(stream=stream).count() >= 3, timeout=120)  # fmt: skip
+    return stream
+
+
+@pytest.fixture(scope="module")
+def _wait():
+    return _fixtures._wait_for
+
+
+@pytest.fixture(scope="module")
+def operator_login(pipeline):
+    """Create an operator account in the pipeline's database; return (name, password)."""
+    user = User.objects.create_user("olga", password="olga-pw-123")
+    user.groups.add(Group.objects.get_or_create(name="operators")[0])
+    return "olga", "olga-pw-123"
+
+
+def _until(driver, what, check, timeout=60):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.3).until(lambda d: check(d))
+    except Exception:
+        driver.save_screenshot(str(ARTIFACTS / "failure.png"))
+        pytest.fail(f"timed out waiting for {what}")
+
+
+def _shot(driver, name: str) -> None:
+    height = driver.execute_script("return document.body.scrollHeight")
+    driver.set_window_size(1440, max(900, min(height + 40, 6000)))
+    driver.save_screenshot(str(ARTIFACTS / name))
+
+
+def _state(driver) -> str:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, "stream-state").text.strip()
+
+
+def _act(driver, action: str) -> None:
+    """Click an action button, confirm in its dialog, and wait for the page that follows."""
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.CSS_SELECTOR, f'[data-open-dialog="dlg-{action}"]').click()
+    _until(
+        driver, f"the {action} dialog", lambda d: d.find_element(By.ID, f"dlg-{action}").is_displayed(), 10
+    )
+    driver.find_element(By.CSS_SELECTOR, f'#dlg-{action} [data-confirm="{action}"]').click()
+    _until(driver, "the action's message", lambda d: d.find_elements(By.CSS_SELECTOR, ".message"), 30)
+
+
+def test_operator_watches_pauses_and_resumes_a_running_stream(
+    browser, pipeline, live_url, demo_stream, operator_login
+):
+    from selenium.webdriver.common.by import By
+
+    driver, (name, password) = browser, operator_login
+    # given an operator who logs in
+    driver.get(live_url + "/")
+    assert "/login/" in driver.current_url
+    driver.find_element(By.NAME, "username").send_keys(name)
+    driver.find_element(By.NAME, "password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "button[type=submit].btn-primary").click()
+    # when they open the overview, then the stream's row shows its state and lag
+    row = _until(
+        driver, "the stream's row", lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-stream="demo"]')
+    )
+    assert "RUNNING" in row[0].text or "STARTING" in row[0].text
+    _shot(driver, "overview.png")
+    # when they open the stream page, then the lineage and lag charts have data
+    row[0].find_element(By.LINK_TEXT, "demo").click()
+    _until(driver, "lineage points", lambda d: d.execute_script(POINTS_JS, "lineage-chart") > 8, 60)
+    _until(driver, "lag points", lambda d: d.execute_script(POINTS_JS, "lag-chart") >= 3, 60)
+    _until(
+        driver,
+        "the partition tree",
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#partition-tree details"),
+        30,
+    )
+    _until(driver, "RUNNING", lambda d: _state(d) == "RUNNING", 60)
+    _shot(driver, "stream.png")
+    # when they pause it, then it is DRAINING, and PAUSED a little later without a reload
+    _act(driver, "pause")
+    assert "DRAINING" in driver.find_element(By.ID, "messages").text
+    driver.execute_script("window.__sameDocument = true;")
+    _until(driver, "PAUSED", lambda d: _state(d) == "PAUSED", 90)
+    assert driver.execute_script("return window.__sameDocument === true;"), "the page reloaded"
+    _shot(driver, "paused.png")
+    # when they resume it, then it runs again
+    _act(driver, "resume")
+    assert "STARTING" in driver.find_element(By.ID, "messages").text
+    driver.execute_script("window.__sameDocument = true;")
+    _until(driver, "RUNNING again", lambda d: _state(d) == "RUNNING", 90)
+    assert driver.execute_script("return window.__sameDocument === true;")
+    assert list(demo_stream.transitions.values_list("to_state", flat=True))[-4:] == [
+        "DRAINING", "PAUSED", "STARTING", "RUNNING",
+    ]  # fmt: skip
+    _shot(driver, "resumed.png")
+    # and a partition's page opens from the table
+    driver.find_element(By.CSS_SELECTOR, "#partition-table tbody a").click()
+    _until(driver, "the watermark chart", lambda d: d.execute_script(POINTS_JS, "watermark-chart") >= 2, 30)
+    _shot(driver, "partition.png")
