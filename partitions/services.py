@@ -77,6 +77,15 @@ def window_end(partition: Partition, stream: Stream) -> datetime:
     return min(end, stream.end_at) if stream.end_at else end
 
 
+def query_timeout(end: datetime) -> float:
+    """Return a window query's deadline: until its end, plus one lease.
+
+    A query that hangs past that would have lost its lease anyway; ending it with
+    DEADLINE_EXCEEDED (retryable) lets the failure count and the backoff see it.
+    """
+    return max(0.0, (end - timezone.now()).total_seconds()) + settings.CDC_LEASE_SECONDS
+
+
 def flush_seconds() -> float:
     """Return how often a long (live) window lands and checkpoints what it has so far."""
     return max(0.5, settings.CDC_LEASE_SECONDS / 4)
@@ -121,7 +130,8 @@ def read_window(stream: Stream, partition: Partition, owner: str) -> tuple[Parti
     # Queried even when watermark == end: both bounds are inclusive, and a child that
     # starts exactly at the stream's end still owns the records committed there.
     flushed_at = time.monotonic()
-    for record in readers.reader_for(stream).read(partition.token, partition.watermark, end):
+    reader = readers.reader_for(stream, timeout=query_timeout(end))
+    for record in reader.read(partition.token, partition.watermark, end):
         _add(progress, record)
         if progress.children is None and time.monotonic() - flushed_at >= flush_seconds():
             stored = _flush(stream, partition, owner, progress)

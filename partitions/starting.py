@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -30,7 +31,9 @@ def find_roots(stream: Stream, at: datetime) -> list[str]:
     if stream.end_at is not None:
         end = min(end, stream.end_at)
     tokens: list[str] = []
-    for record in readers.reader_for(stream).read(None, at, end):
+    # The initial query returns the roots at once; bound it like a window (see services).
+    timeout = max(0.0, (end - timezone.now()).total_seconds()) + settings.CDC_LEASE_SECONDS
+    for record in readers.reader_for(stream, timeout=timeout).read(None, at, end):
         if isinstance(record, ChildPartitionsRecord):
             tokens.extend(child.token for child in record.child_partitions)
     return tokens

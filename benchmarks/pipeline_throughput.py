@@ -1,0 +1,230 @@
+"""Pipeline throughput: catch-up into the landing zone plus checkpoints, with real Celery workers.
+
+For 1 and 2 worker processes (each `celery -A cdcweb worker -c 1`), a stream over a
+backlog of the simulator (a subprocess, over gRPC) is read to its end timestamp:
+
+- data change records per second, landed (Parquet, fsynced) and checkpointed;
+- child scheduling latency, parent FINISHED -> child RUNNING, p50 / p95;
+- database rows written per partition-hour (lease, checkpoint and hand-over updates
+  per window, plus partition and edge inserts), at the benchmark's window and at the
+  default 60 s window;
+- lag-sample rows per stream-day, by running a simulated 30 days of 10 s samples
+  through the downsampling tiers.
+
+Run: .venv/bin/python benchmarks/pipeline_throughput.py [--minutes 5] [--tps 100] [--window 60]
+The embedded setup by default; DATABASE_URL / CELERY_BROKER_URL switch it as for the app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CELERY = str(Path(sys.executable).with_name("celery"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=5.0, help="backlog length in stream time")
+    parser.add_argument("--tps", type=float, default=100.0, help="simulator transactions per second")
+    parser.add_argument("--window", type=int, default=60, help="window length in seconds")
+    parser.add_argument("--split-every", default="30s")
+    return parser.parse_args()
+
+
+class Bench:
+    """One temporary pipeline: environment, simulator, database, processes."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.var = Path(tempfile.mkdtemp(prefix="cdc-bench-"))
+        self.port = free_port()
+        self.epoch = (datetime.now(UTC) - timedelta(hours=2)).replace(second=0, microsecond=0)
+        self.env = {
+            **os.environ,
+            "CDC_VAR_DIR": str(self.var),
+            "SPANNER_EMULATOR_HOST": f"127.0.0.1:{self.port}",
+            "SPANNER_DISABLE_BUILTIN_METRICS": "true",
+            "CDC_SCHEDULE_SECONDS": "1",
+            "CDC_BROKER_POLLING_INTERVAL": "0.02",
+        }
+        self.procs: list[subprocess.Popen] = []
+
+    def run(self, *args: str) -> str:
+        out = subprocess.run(args, cwd=ROOT, env=self.env, capture_output=True, text=True, check=False)
+        if out.returncode:
+            raise SystemExit(f"{' '.join(args)} failed:\n{out.stderr[-2000:]}")
+        return out.stdout
+
+    def spawn(self, name: str, *args: str) -> subprocess.Popen:
+        log = open(self.var / f"{name}.log", "w")  # noqa: SIM115 - lives as long as the process
+        proc = subprocess.Popen(args, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def start_simulator(self) -> None:
+        self.spawn(
+            "simulator", sys.executable, "manage.py", "spanner_simulator", "--port", str(self.port),
+            "--tps", str(self.args.tps), "--epoch", self.epoch.isoformat(),
+            "--split-every", self.args.split_every, "--merge-every", self.args.split_every,
+        )  # fmt: skip
+        import grpc
+
+        grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{self.port}")).result(timeout=60)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def setup_django(bench: Bench) -> None:
+    os.environ.update({k: v for k, v in bench.env.items() if k.startswith(("CDC_", "DATABASE_", "CELERY_"))})
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
+    import django
+
+    django.setup()
+
+
+def catch_up(bench: Bench, name: str, start: datetime, workers: int) -> dict:
+    """Read [start, start + minutes] with `workers` worker processes; return the measurements."""
+    from streams.models import Stream
+
+    end = start + timedelta(minutes=bench.args.minutes)
+    bench.run(
+        sys.executable, "manage.py", "cdc_stream", "create", name, "--project", "b", "--instance", "b",
+        "--database", "demo-db", "--change-stream", "Changes", "--start", start.isoformat(),
+        "--end", end.isoformat(), "--window-seconds", str(bench.args.window),
+    )  # fmt: skip
+    procs = [bench.spawn(f"{name}-w{i}", CELERY, "-A", "cdcweb", "worker", "-c", "1", "-l", "INFO",
+                         "-n", f"{name}{i}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat")
+             for i in range(workers)]  # fmt: skip
+    time.sleep(6)  # let the workers boot: their start-up is not throughput
+    began = time.monotonic()
+    bench.run(sys.executable, "manage.py", "cdc_stream", "start", name)
+    stream = Stream.objects.get(name=name)
+    while not (stream.state == Stream.State.PAUSED and "reached end" in stream.state_reason):
+        time.sleep(0.2)
+        stream.refresh_from_db()
+        if stream.state == Stream.State.FAILED_PERMANENTLY:
+            raise SystemExit(f"{name} failed: {stream.state_reason}")
+    elapsed = time.monotonic() - began
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    windows = sum(
+        len(re.findall("LEASE start", (bench.var / f"{name}-w{i}.log").read_text())) for i in range(workers)
+    )
+    return measure(stream, elapsed, windows)
+
+
+def measure(stream, elapsed: float, windows: int) -> dict:
+    from partitions.models import Partition, PartitionEdge
+
+    parts = {p.pk: p for p in Partition.objects.filter(stream=stream)}
+    edges = list(PartitionEdge.objects.filter(stream=stream).values_list("parent_id", "child_id"))
+    parents: dict[int, list[int]] = {}
+    for parent, child in edges:
+        parents.setdefault(child, []).append(parent)
+    latency = sorted(
+        (parts[c].running_at - max(parts[p].finished_at for p in ps)).total_seconds()
+        for c, ps in parents.items()
+    )
+    records = sum(p.data_records for p in parts.values())
+    hours = sum((p.end_at - p.start_at).total_seconds() for p in parts.values()) / 3600
+    # Per window: the lease UPDATE, the checkpoint UPDATE and the hand-over UPDATE.
+    rows = 3 * windows + len(parts) + len(edges)
+    return {
+        "records": records,
+        "seconds": elapsed,
+        "rate": records / elapsed,
+        "partitions": len(parts),
+        "windows": windows,
+        "p50": statistics.median(latency) if latency else float("nan"),
+        "p95": latency[int(0.95 * (len(latency) - 1))] if latency else float("nan"),
+        "rows_per_partition_hour": rows / hours if hours else float("nan"),
+    }
+
+
+def lag_rows_per_stream_day() -> tuple[int, int]:
+    """Return (rows written a day, rows kept at steady state) for one stream's lag samples."""
+    from django.conf import settings
+
+    from partitions import lag
+    from partitions.models import LagSample
+    from streams.models import Stream
+
+    stream = Stream.objects.create(
+        name="lag-bench", project="b", instance="b", database="b", change_stream="Changes"
+    )
+    now = datetime.now(UTC).replace(microsecond=0)
+    days = settings.CDC_LAG_RETENTION_DAYS + 1
+    for day in range(days):  # write a day at a time, fold an hour at a time as beat would
+        base = now - timedelta(days=days - day)
+        LagSample.objects.bulk_create(
+            LagSample(stream=stream, at=base + timedelta(seconds=10 * i), lag_seconds=i % 97)
+            for i in range(8640)
+        )
+        lag.cleanup(base + timedelta(days=1))
+    kept = LagSample.objects.filter(stream=stream).count()
+    stream.delete()
+    return 8640, kept
+
+
+def main() -> None:
+    args = parse_args()
+    bench = Bench(args)
+    try:
+        bench.run(sys.executable, "manage.py", "migrate", "--no-input")
+        bench.start_simulator()
+        setup_django(bench)
+        start = (datetime.now(UTC) - timedelta(minutes=30 + 2 * args.minutes)).replace(microsecond=0)
+        results = {}
+        for workers in (1, 2):
+            results[workers] = catch_up(bench, f"bench-{workers}w", start, workers)
+            print(f"{workers} worker(s): {results[workers]}", flush=True)
+        written, kept = lag_rows_per_stream_day()
+    finally:
+        bench.stop()
+    report(args, results, written, kept)
+
+
+def report(args, results: dict, written: int, kept: int) -> None:
+    one, two = results[1], results[2]
+    print(f"\nbacklog {args.minutes:g} min at {args.tps:g} tps, window {args.window}s, split/merge every "
+          f"{args.split_every}; {one['partitions']} partitions")  # fmt: skip
+    for n, r in results.items():
+        print(
+            f"  {n} worker(s): {r['records']} records in {r['seconds']:.1f}s = {r['rate']:.0f} rec/s;"
+            f" {r['windows']} windows; child scheduling p50 {r['p50'] * 1000:.0f} ms,"
+            f" p95 {r['p95'] * 1000:.0f} ms; {r['rows_per_partition_hour']:.0f} DB rows per partition-hour"
+        )
+    print(f"  speed-up with 2 workers: {two['rate'] / one['rate']:.2f}x")
+    print(f"  lag samples: {written} rows written per stream-day; {kept} kept per stream at steady state")
+
+
+if __name__ == "__main__":
+    main()

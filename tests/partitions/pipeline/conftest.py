@@ -1,0 +1,213 @@
+"""A real pipeline for the tests: simulator over gRPC, Celery worker processes, a shared database.
+
+The workers are separate processes, so the database must be one they can open too:
+a SQLite file in a temporary CDC_VAR_DIR by default, or a fresh PostgreSQL database
+(and Redis) when CDC_TEST_DATABASE_URL / CDC_TEST_BROKER_URL are set. This process
+reads it through Django with the default connection pointed there for the module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connections
+
+from cdcweb.settings import database_config
+from partitions.simulator.config import SimulatorConfig, parse_fault
+from partitions.simulator.server import start_server
+
+ROOT = Path(__file__).resolve().parents[3]
+CELERY = str(Path(sys.executable).with_name("celery"))
+# Short enough that a crashed worker's lease lapses quickly, long enough for a window.
+TEST_ENV = {
+    "CDC_LEASE_SECONDS": "3",
+    "CDC_SCHEDULE_SECONDS": "0.5",
+    "CDC_MAX_CONSECUTIVE_FAILURES": "2",
+    "CDC_RETRY_BACKOFF_MAX": "2",
+    "CDC_LAG_SAMPLE_SECONDS": "1",
+    "CDC_STALL_CHECK_SECONDS": "2",
+    "CDC_BROKER_POLLING_INTERVAL": "0.02",
+    "SPANNER_DISABLE_BUILTIN_METRICS": "true",
+    "PYTHONUNBUFFERED": "1",
+}
+SIM_OPTIONS = {"roots": 4, "split_every": 2.0, "merge_every": 2.0, "tps": 20.0, "seed": 7}
+
+
+def _fresh_postgres(url: str) -> str:
+    """Create an empty database beside the one in url; return its URL."""
+    import psycopg
+
+    base, _, name = url.rpartition("/")
+    fresh = f"{name}_pipeline_{os.getpid()}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{fresh}"')
+    return f"{base}/{fresh}"
+
+
+def _drop_postgres(url: str) -> None:
+    import psycopg
+
+    base, _, fresh = url.rpartition("/")
+    admin = os.environ["CDC_TEST_DATABASE_URL"]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
+
+
+class Pipeline:
+    """The environment every process of one test module shares, and its processes."""
+
+    def __init__(self, var_dir: Path, database_url: str, broker_url: str):
+        self.var_dir = var_dir
+        self.landing = var_dir / "landing"
+        self.env = {**os.environ, **TEST_ENV, "CDC_VAR_DIR": str(var_dir), "DATABASE_URL": database_url}
+        self.env.pop("DJANGO_SETTINGS_MODULE", None)
+        if broker_url:
+            self.env["CELERY_BROKER_URL"] = broker_url
+        self.procs: list[subprocess.Popen] = []
+        self.logs = var_dir / "logs"
+        self.logs.mkdir(exist_ok=True)
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Run manage.py with the pipeline's environment; fail with its stderr if it fails."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True
+        )
+        if check and done.returncode:
+            pytest.fail(f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
+        return done
+
+    def spawn(self, name: str, *args: str) -> subprocess.Popen:
+        """Start a process in its own session (so a kill takes its children too)."""
+        log = open(self.logs / f"{name}.log", "a")  # noqa: SIM115 - lives as long as the process
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, name: str = "w1", concurrency: int = 2) -> subprocess.Popen:
+        """Start `celery -A cdcweb worker` (its log says when leases are taken and given back)."""
+        return self.spawn(
+            name, CELERY, "-A", "cdcweb", "worker", "-l", "INFO", "-c", str(concurrency), "-n", f"{name}@%h",
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+        )  # fmt: skip
+
+    def beat(self) -> subprocess.Popen:
+        """Start `celery -A cdcweb beat`."""
+        schedule = self.var_dir / "celerybeat-schedule"
+        return self.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING", "-s", str(schedule))
+
+    @staticmethod
+    def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+        """Send sig to the process and its children, and reap it."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def stop_all(self) -> None:
+        """Stop every process this pipeline started (killed: a warm shutdown waits for live windows)."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                self.kill(proc)
+        self.procs.clear()
+
+    def log_text(self, name: str) -> str:
+        """Return a process's log so far."""
+        return (self.logs / f"{name}.log").read_text()
+
+
+def _point_django_at(settings_dict: dict) -> dict:
+    """Make this process's default connection use settings_dict; return the old one."""
+    connections["default"].close()
+    old = dict(connections["default"].settings_dict)
+    connections["default"].settings_dict.clear()
+    connections["default"].settings_dict.update(settings_dict)
+    del connections["default"]  # the next use builds a wrapper for the (maybe other) engine
+    return old
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory, django_db_blocker):
+    """Yield a migrated, empty pipeline environment; stop its processes afterwards."""
+    var_dir = tmp_path_factory.mktemp("var")
+    pg_url = os.environ.get("CDC_TEST_DATABASE_URL", "")
+    database_url = _fresh_postgres(pg_url) if pg_url else ""
+    broker_url = os.environ.get("CDC_TEST_BROKER_URL", "")
+    if broker_url:
+        import redis
+
+        redis.Redis.from_url(broker_url).flushdb()
+    pipe = Pipeline(var_dir, database_url, broker_url)
+    pipe.manage("migrate", "--no-input")
+    new = database_config(database_url, var_dir / "cdcweb.sqlite3")
+    new = {**connections["default"].settings_dict, **new, "NAME": str(new["NAME"])}
+    with django_db_blocker.unblock():
+        old = _point_django_at(new)
+        try:
+            yield pipe
+        finally:
+            pipe.stop_all()
+            _point_django_at(old)
+            if database_url:
+                _drop_postgres(database_url)
+
+
+@pytest.fixture(scope="module")
+def sim_config() -> SimulatorConfig:
+    """Return the simulator's config, its epoch pinned so the ground truth is fixed too."""
+    epoch = (datetime.now(UTC) - timedelta(hours=2)).replace(second=0, microsecond=0)
+    return SimulatorConfig(epoch=epoch, retention=86400.0, **SIM_OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def sim(sim_config):
+    """Yield a simulator on a free port, serving the pinned config."""
+    server = start_server(sim_config)
+    yield server
+    server.stop(0)
+
+
+@pytest.fixture
+def faulty_sim(sim_config):
+    """Yield a factory of simulators with faults on one port (stopped and restarted at will)."""
+    servers = []
+
+    def start(*faults: str, port: int = 0):
+        config = SimulatorConfig(**{**sim_config.__dict__, "faults": tuple(parse_fault(f) for f in faults)})
+        servers.append(start_server(config, port=port))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop(0)
+
+
+def _wait_for(what: str, check: Callable[[], object], timeout: float = 60, every: float = 0.2):
+    """Return check()'s first truthy value, or fail naming what did not happen."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@pytest.fixture
+def wait_for():
+    """Return the polling helper: wait_for(what, check, timeout=60)."""
+    return _wait_for
