@@ -93,8 +93,11 @@
       line("p95_partition_lag", "p95 partition lag", "#f59e0b", "dash"),
       line("max_partition_lag", "max partition lag", "#dc2626", "dot"),
     ];
-    var extra = annotate(stateChanges(since));
-    extra.xaxis = Object.assign({}, LAYOUT.xaxis, { range: [t(since), t(new Date())] });
+    // A young stream's samples fill the chart instead of hugging the right edge of the range.
+    var first = samples.length ? new Date(samples[0].at) : since;
+    var from = first > since ? new Date(first.getTime() - 30000) : since;
+    var extra = annotate(stateChanges(from));
+    extra.xaxis = Object.assign({}, LAYOUT.xaxis, { range: [t(from), t(new Date())] });
     extra.margin = { l: 56, r: 16, t: 24, b: 60 };
     extra.yaxis = Object.assign({}, LAYOUT.yaxis, { title: { text: "seconds" } });
     Plotly.react(el, traces, layout(extra), CONFIG);
