@@ -31,6 +31,12 @@ REPORT_COLUMNS = (
     "transaction_tag",
     "is_system_transaction",
 )
+# Fields a re-delivered mod repeats verbatim (everything but the envelope's uuid and
+# read timestamp): safe to group on while deduplicating.
+SAME_IN_EVERY_DELIVERY = frozenset(
+    ("stream_name", "read_method", "object", "table_name", "mod_type", "value_capture_type")
+    + ("transaction_tag", "keys", "new_values", "old_values")
+)
 _ARROW_TO_SPARK = {
     pa.string(): T.StringType(),
     pa.int32(): T.IntegerType(),
@@ -101,11 +107,14 @@ def dedupe(mods: DataFrame) -> DataFrame:
     """Drop mods landed more than once (same DEDUPE_KEY), keeping the earliest read.
 
     Rows are first clustered by the record key, a prefix of DEDUPE_KEY, so that
-    ``to_records`` after this needs no second shuffle.
+    ``to_records`` after this needs no second shuffle. Text fields that a re-delivery
+    repeats verbatim are grouped on rather than aggregated: Spark's hash aggregate
+    cannot hold strings in its buffers and would fall back to sorting every row.
     """
-    others = [c for c in mods.columns if c not in DEDUPE_KEY and c != "read_timestamp"]
+    same = [c for c in mods.columns if c in SAME_IN_EVERY_DELIVERY]
+    others = [c for c in mods.columns if c not in (*DEDUPE_KEY, *same, "read_timestamp")]
     aggs = [F.min("read_timestamp").alias("read_timestamp"), *(F.first(c).alias(c) for c in others)]
-    return mods.repartition(*RECORD_KEY).groupBy(*DEDUPE_KEY).agg(*aggs).select(*mods.columns)
+    return mods.repartition(*RECORD_KEY).groupBy(*DEDUPE_KEY, *same).agg(*aggs).select(*mods.columns)
 
 
 def to_records(mods: DataFrame) -> DataFrame:
@@ -116,10 +125,10 @@ def to_records(mods: DataFrame) -> DataFrame:
     records and partitions, transaction_tag, is_system_transaction.
     """
     is_type = lambda t: F.sum(F.when(F.col("mod_type") == t, 1).otherwise(0))  # noqa: E731
-    return mods.groupBy(*RECORD_KEY).agg(
-        F.first("stream_name").alias("stream_name"),
-        F.first("table_name").alias("table_name"),
-        F.date_trunc("minute", F.col("commit_timestamp")).alias("minute"),
+    # A record's stream, table and tag are the same on all its mods: grouping on them
+    # keeps the aggregate hash-based (see dedupe).
+    minute = F.date_trunc("minute", F.col("commit_timestamp")).alias("minute")
+    return mods.groupBy(*RECORD_KEY, "stream_name", "table_name", "transaction_tag", minute).agg(
         F.min("read_timestamp").alias("read_timestamp"),
         F.count(F.lit(1)).alias("mods"),
         is_type("INSERT").alias("inserts"),
@@ -128,7 +137,6 @@ def to_records(mods: DataFrame) -> DataFrame:
         F.sum("mod_bytes").alias("bytes"),
         F.first("number_of_records_in_transaction").alias("tx_records"),
         F.first("number_of_partitions_in_transaction").alias("tx_partitions"),
-        F.first("transaction_tag").alias("transaction_tag"),
         F.first("is_system_transaction").alias("is_system_transaction"),
     )
 

@@ -7,8 +7,8 @@
 
 Stdout carries only this job's lines: ``PROGRESS <done>/<total> <elapsed s> <step>``
 per step, then ``DONE <summary.json path>``; on failure ``ERROR <reason>`` (also on
-stderr as ``error: <reason>``, after whatever the JVM printed, and in
-``<output>/error.json``) and exit status 2 for bad input, 1 for anything else. A
+stderr as ``error: <reason>``, which spark-submit's PythonRunner merges into stdout,
+and in ``<output>/error.json``) and exit status 2 for bad input, 1 for anything else. A
 range with no data is an empty report, not an error.
 """
 

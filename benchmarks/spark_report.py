@@ -1,0 +1,185 @@
+"""Benchmark the whole Spark report over 1M and 10M landed mods, beside one pandas process.
+
+For each size: generate the landing zone under ./var/bench/ if absent
+(benchmarks/make_landing.py), run ``spark-submit spark_tasks/main.py`` in local[*] and
+sample the driver JVM's and the Python driver's resident memory through /proc, then
+compute the throughput report with pandas in a child process (peak RSS from wait4).
+Goals (issue 5): 10M in <= 3 minutes, seconds per million at 10M no worse than at 1M,
+driver peak memory flat as the input grows tenfold.
+
+    .venv/bin/python benchmarks/spark_report.py [--sizes 1000000,10000000] [--no-pandas]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "var" / "bench"
+STREAM = "bench"
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def tree(pid: int) -> list[int]:
+    """Return pid and all its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def rss_by_kind(pid: int) -> dict[str, int]:
+    """Return resident bytes of the tree's java and python processes."""
+    sizes = {"java": 0, "python": 0}
+    for p in tree(pid):
+        try:
+            exe = Path(f"/proc/{p}/exe").resolve().name
+            pages = int(Path(f"/proc/{p}/statm").read_text().split()[1])
+        except OSError:
+            continue
+        kind = "java" if exe.startswith("java") else "python" if exe.startswith("python") else None
+        if kind:
+            sizes[kind] += pages * PAGE
+    return sizes
+
+
+def run_sampled(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, float, dict[str, int]]:
+    """Run cmd, sampling its process tree's memory every 0.2 s; return result, seconds, peaks."""
+    began = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peaks = {"java": 0, "python": 0}
+
+    def sample() -> None:
+        while proc.poll() is None:
+            for kind, size in rss_by_kind(proc.pid).items():
+                peaks[kind] = max(peaks[kind], size)
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    seconds = time.monotonic() - began
+    sampler.join()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), seconds, peaks
+
+
+def ensure_landing(mods: int) -> Path:
+    """Return the landing zone of ``mods`` mods, generating it once."""
+    path = BENCH / f"landing-{mods // 1_000_000}m"
+    if not (path / f"lineage-{STREAM}.json").exists():
+        cmd = [sys.executable, "benchmarks/make_landing.py", "--mods", str(mods), "--out", str(path)]
+        subprocess.run(cmd, cwd=ROOT, check=True)
+    return path
+
+
+def run_spark(landing: Path, mods: int, args: argparse.Namespace) -> dict:
+    """Run the whole report through spark-submit; return wall time and peak memory."""
+    out = BENCH / f"report-{mods // 1_000_000}m"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    cmd = [
+        str(Path(sys.executable).with_name("spark-submit")), "--master", args.master,
+        "--driver-memory", args.driver_memory, "spark_tasks/main.py", "--input", str(landing),
+        "--output", str(out), "--stream", STREAM, "--lineage", str(landing / f"lineage-{STREAM}.json"),
+    ]  # fmt: skip
+    done, seconds, peaks = run_sampled(cmd, env)
+    if done.returncode != 0:
+        raise SystemExit(f"spark-submit failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    summary = json.loads((out / "summary.json").read_text())
+    steps = [line for line in done.stdout.splitlines() if line.startswith("PROGRESS")]
+    return {
+        "wall_seconds": round(seconds, 1),
+        "job_seconds": summary["elapsed_seconds"],
+        "driver_jvm_peak_mib": round(peaks["java"] / 2**20),
+        "python_driver_peak_mib": round(peaks["python"] / 2**20),
+        "mods": summary["totals"]["mods"],
+        "seconds_per_million": round(seconds / (summary["totals"]["mods"] / 1e6), 2),
+        "steps": steps,
+        "command": " ".join(cmd),
+    }
+
+
+def pandas_throughput(landing: str) -> None:
+    """Compute the throughput report with pandas (run in a child process); print totals."""
+    import pyarrow.dataset as ds
+
+    cols = ["partition_token", "commit_timestamp", "server_transaction_id", "record_sequence", "mod_index",
+            "table_name", "mod_type", "mod_bytes"]  # fmt: skip
+    df = ds.dataset(f"{landing}/stream={STREAM}", format="parquet").to_table(columns=cols).to_pandas()
+    df = df.drop_duplicates(cols[:5])
+    df["minute"] = df["commit_timestamp"].dt.floor("min")
+    for kind in ("INSERT", "UPDATE", "DELETE"):
+        df[kind] = (df["mod_type"] == kind).astype("int64")
+    key = ["table_name", "minute", "server_transaction_id"]
+    records = df.groupby([*cols[:4], *key[:2]], sort=False, observed=True).agg(
+        mods=("mod_index", "size"), inserts=("INSERT", "sum"), updates=("UPDATE", "sum"),
+        deletes=("DELETE", "sum"), bytes=("mod_bytes", "sum"),
+    ).reset_index()  # fmt: skip
+    per_tx = records.groupby(key, sort=False).agg(
+        records=("mods", "size"), mods=("mods", "sum"), inserts=("inserts", "sum"),
+        updates=("updates", "sum"), deletes=("deletes", "sum"), bytes=("bytes", "sum"),
+    ).reset_index()  # fmt: skip
+    table = per_tx.groupby(key[:2]).agg(
+        records=("records", "sum"), mods=("mods", "sum"), bytes=("bytes", "sum"),
+        transactions=("records", "size"),
+    )  # fmt: skip
+    print(
+        json.dumps(
+            {"rows": len(table), "mods": int(table["mods"].sum()), "records": int(table["records"].sum())}
+        )
+    )
+
+
+def run_pandas(landing: Path) -> dict:
+    """Run the pandas baseline in a child; return wall time and its peak RSS (wait4)."""
+    began = time.monotonic()
+    cmd = [sys.executable, __file__, "--pandas-worker", str(landing)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.monotonic() - began
+    if status != 0:
+        raise SystemExit(f"pandas baseline failed: {out}")
+    result = json.loads(out.strip().splitlines()[-1])
+    return {"wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024), **result,
+            "seconds_per_million": round(seconds / (result["mods"] / 1e6), 2)}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print one JSON line per size and engine."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="1000000,10000000")
+    p.add_argument("--master", default="local[*]")
+    p.add_argument("--driver-memory", default="1g")
+    p.add_argument("--no-pandas", action="store_true")
+    p.add_argument("--pandas-worker", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.pandas_worker:
+        pandas_throughput(args.pandas_worker)
+        return 0
+    results = []
+    for mods in (int(s) for s in args.sizes.split(",")):
+        landing = ensure_landing(mods)
+        spark = run_spark(landing, mods, args)
+        print(json.dumps({"size": mods, "engine": "spark", **spark}), flush=True)
+        results.append({"size": mods, "spark": spark})
+        if not args.no_pandas:
+            results[-1]["pandas"] = run_pandas(landing)
+            print(json.dumps({"size": mods, "engine": "pandas", **results[-1]["pandas"]}), flush=True)
+    (BENCH / "spark_report.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
