@@ -30,6 +30,7 @@ class PartitionViewSet(viewsets.ReadOnlyModelViewSet):
 
     queryset = partition_rows()
     serializer_class = PartitionSerializer
+    lookup_value_regex = r"\d+"
     filterset_class = PartitionFilterSet
 
     def get_queryset(self):

@@ -6,7 +6,6 @@ from datetime import datetime
 
 from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -98,17 +97,17 @@ class StreamSerializer(serializers.ModelSerializer):
             "last_watermark": stream.agg_last_watermark,
         }
 
-    @extend_schema_field(OpenApiTypes.DATETIME)
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_low_watermark(self, stream: Stream) -> datetime | None:
         """Return the oldest watermark of an unfinished partition (the end once all finished)."""
         return status._low_watermark(stream, self._agg(stream))
 
-    @extend_schema_field(OpenApiTypes.DOUBLE)
+    @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_lag_seconds(self, stream: Stream) -> float | None:
         """Return how far the low watermark is behind now (or behind the stream's end)."""
         return status._lag(stream, status._low_watermark(stream, self._agg(stream)))
 
-    @extend_schema_field(OpenApiTypes.STR)
+    @extend_schema_field(serializers.CharField(allow_null=True))
     def get_holding_partition(self, stream: Stream) -> str | None:
         """Return the token of the partition that holds the low watermark back, or None."""
         return stream.agg_holding

@@ -65,6 +65,7 @@ class StreamViewSet(viewsets.ModelViewSet):
 
     queryset = annotate_status(Stream.objects.all()).order_by("name")
     serializer_class = StreamSerializer
+    lookup_value_regex = r"\d+"
     filterset_class = StreamFilterSet
     filter_backends = [filters.SearchFilter, *viewsets.ModelViewSet.filter_backends]
     search_fields = ["name"]

@@ -1,0 +1,96 @@
+"""The permission matrix: anonymous 401, viewers read, operators and superusers write and act."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from benchmarks.api_data import make_stream
+from streams.models import Stream
+from tests.api.conftest import stream_body
+
+S = Stream.State
+ALLOWED = {"anonymous": False, "viewer": False, "operator": True, "superuser": True}
+# operation -> (state the stream starts in, method, path suffix, body, success code)
+WRITES = {
+    "create": (None, "post", "", stream_body(), 201),
+    "update": (S.NOT_STARTED, "put", "{id}/", stream_body(name="renamed"), 200),
+    "partial_update": (S.RUNNING, "patch", "{id}/", {"heartbeat_ms": 5000}, 200),
+    "delete": (S.RUNNING, "delete", "{id}/", None, 204),
+    "start": (S.NOT_STARTED, "post", "{id}/start/", {}, 200),
+    "pause": (S.RUNNING, "post", "{id}/pause/", {}, 200),
+    "resume": (S.PAUSED, "post", "{id}/resume/", {}, 200),
+    "recover": (S.FAILED_PERMANENTLY, "post", "{id}/recover/", {"strategy": "watermark"}, 200),
+}
+READS = ("", "{id}/", "{id}/lineage/", "{id}/lag/", "{id}/partitions/", "{id}/transitions/", "{id}/errors/")
+
+
+def _stream(state) -> Stream:
+    stream = make_stream("target", 5)
+    Stream.objects.filter(pk=stream.pk).update(state=state)
+    return stream
+
+
+@pytest.mark.parametrize("role", ["anonymous", "viewer", "operator", "superuser"])
+@pytest.mark.parametrize("operation", list(WRITES))
+def test_only_operators_and_superusers_write_and_act(client_as, role, operation):
+    # given a stream in a state from which the operation is allowed
+    state, method, suffix, body, success = WRITES[operation]
+    stream = _stream(state) if state else None
+    url = "/api/v1/streams/" + suffix.format(id=stream.pk if stream else 0)
+    # when the role attempts it
+    response = getattr(client_as(role), method)(url, body, format="json")
+    # then anonymous gets 401 (with a challenge), viewers 403, operators and superusers succeed
+    expected = success if ALLOWED[role] else (401 if role == "anonymous" else 403)
+    assert response.status_code == expected, response.content
+    if role == "anonymous":
+        assert response["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize("role", ["anonymous", "viewer", "operator", "superuser"])
+@pytest.mark.parametrize("suffix", READS)
+def test_every_role_but_anonymous_reads(client_as, role, suffix):
+    stream = _stream(S.RUNNING)
+    response = client_as(role).get("/api/v1/streams/" + suffix.format(id=stream.pk))
+    assert response.status_code == (401 if role == "anonymous" else 200)
+
+
+@pytest.mark.parametrize("role", ["anonymous", "viewer"])
+def test_refused_writes_change_nothing(client_as, role):
+    stream = _stream(S.RUNNING)
+    client_as(role).post(f"/api/v1/streams/{stream.pk}/pause/")
+    client_as(role).delete(f"/api/v1/streams/{stream.pk}/")
+    stream.refresh_from_db()
+    assert stream.state == S.RUNNING
+
+
+def test_a_user_without_a_role_reads_nothing(users):
+    nobody = User.objects.create_user("nobody")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=nobody).key}")
+    assert client.get("/api/v1/streams/").status_code == 403
+
+
+def test_a_bad_token_is_401(db):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert client.get("/api/v1/streams/").status_code == 401
+
+
+def test_session_login_reads_like_the_pages_do(users, stream):
+    # given a viewer logged in through the login form (session cookie, no token)
+    client = APIClient()
+    assert client.login(username="vera", password="pw")
+    # then the lineage the pages fetch is readable, and acting still needs a role
+    assert client.get(f"/api/v1/streams/{stream.pk}/lineage/").status_code == 200
+    assert client.post(f"/api/v1/streams/{stream.pk}/pause/").status_code == 403
+
+
+def test_session_writes_need_the_csrf_token(users, stream):
+    client = APIClient(enforce_csrf_checks=True)
+    client.login(username="otto", password="pw")
+    response = client.post(f"/api/v1/streams/{stream.pk}/pause/")
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["detail"]

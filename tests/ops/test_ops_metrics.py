@@ -1,0 +1,111 @@
+"""/metrics: Prometheus text from database aggregates, parsed with the official client's parser."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from prometheus_client.parser import text_string_to_metric_families
+
+from benchmarks.api_data import make_stream
+from partitions.models import Partition, PartitionEdge
+from streams.models import Stream
+
+FAMILIES = {
+    "cdc_stream_lag_seconds", "cdc_stream_low_watermark_timestamp_seconds", "cdc_stream_partitions",
+    "cdc_stream_data_records", "cdc_stream_splits", "cdc_stream_merges", "cdc_stream_stalled_partitions",
+    "cdc_stream_scheduling_latency_seconds",
+}  # fmt: skip
+
+
+def scrape(client) -> dict:
+    """Return {family name: family} from one anonymous scrape."""
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    return {f.name: f for f in text_string_to_metric_families(response.content.decode())}
+
+
+def value(family, name: str | None = None, **labels) -> float:
+    """Return the one sample of the family (or of a sample name) whose labels include `labels`."""
+    found = [
+        s.value
+        for s in family.samples
+        if (name is None or s.name == name) and labels.items() <= s.labels.items()
+    ]
+    assert len(found) == 1, (family.name, labels, found)
+    return found[0]
+
+
+@pytest.fixture
+def stream(db) -> Stream:
+    """Return a RUNNING stream with a lineage of splits and merges."""
+    return make_stream("orders", 60)
+
+
+def test_metrics_need_no_login_and_have_every_family(client, stream):
+    assert set(scrape(client)) >= FAMILIES
+
+
+def test_partitions_records_and_stalls_match_the_database(client, stream):
+    families = scrape(client)
+    labels = {"stream": "orders", "state": "RUNNING"}
+    for state, count in stream.partitions_by_state().items():
+        assert value(families["cdc_stream_partitions"], partition_state=state, **labels) == count
+    assert value(families["cdc_stream_data_records"], "cdc_stream_data_records_total", **labels) == (
+        stream.data_records
+    )
+    assert (
+        value(families["cdc_stream_stalled_partitions"], **labels)
+        == stream.partitions.filter(stalled=True).count()
+    )
+    low = value(families["cdc_stream_low_watermark_timestamp_seconds"], **labels)
+    assert low == pytest.approx(stream.low_watermark().timestamp())
+    assert value(families["cdc_stream_lag_seconds"], **labels) == pytest.approx(stream.lag_seconds(), abs=2)
+
+
+def test_splits_and_merges_are_counted_from_edges(client, db):
+    # given a root that splits in two, and the two that merge back into one
+    stream = make_stream("tiny", 0)
+    root, left, right, merged = (
+        Partition.objects.create(stream=stream, token=t, start_at=stream.start_at, watermark=stream.start_at)
+        for t in ("root", "left", "right", "merged")
+    )
+    for parent, child in ((root, left), (root, right), (left, merged), (right, merged)):
+        PartitionEdge.objects.create(stream=stream, parent=parent, child=child)
+    families = scrape(client)
+    labels = {"stream": "tiny"}
+    assert value(families["cdc_stream_splits"], "cdc_stream_splits_total", **labels) == 1
+    assert value(families["cdc_stream_merges"], "cdc_stream_merges_total", **labels) == 1
+
+
+def test_scheduling_latency_is_the_wait_after_the_last_parent(client, db):
+    # given a merged child that ran 2 s after its later parent finished
+    stream = make_stream("waits", 0)
+    t0 = stream.start_at
+    a, b, child = (
+        Partition.objects.create(stream=stream, token=t, start_at=t0, watermark=t0)
+        for t in ("a", "b", "child")
+    )
+    Partition.objects.filter(pk=a.pk).update(finished_at=t0 + timedelta(seconds=1))
+    Partition.objects.filter(pk=b.pk).update(finished_at=t0 + timedelta(seconds=3))
+    Partition.objects.filter(pk=child.pk).update(running_at=t0 + timedelta(seconds=5))
+    for parent in (a, b):
+        PartitionEdge.objects.create(stream=stream, parent=parent, child=child)
+    family = scrape(client)["cdc_stream_scheduling_latency_seconds"]
+    assert value(family, "cdc_stream_scheduling_latency_seconds_count", stream="waits") == 1
+    assert value(family, "cdc_stream_scheduling_latency_seconds_sum", stream="waits") == pytest.approx(2.0)
+    assert value(family, "cdc_stream_scheduling_latency_seconds_bucket", stream="waits", le="1.0") == 0
+    assert value(family, "cdc_stream_scheduling_latency_seconds_bucket", stream="waits", le="2.5") == 1
+
+
+def test_a_scrape_costs_the_same_queries_for_more_partitions(client, db):
+    make_stream("small", 10)
+    with CaptureQueriesContext(connection) as few:
+        scrape(client)
+    make_stream("large", 300, seed=3)
+    with CaptureQueriesContext(connection) as many:
+        scrape(client)
+    assert len(many) == len(few)
