@@ -80,6 +80,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves static/ (Plotly, htmx, CSS) with DEBUG off, under runserver and gunicorn alike.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -221,3 +223,7 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 3600.0},
     },
 }
+
+# Without collectstatic (the demo), WhiteNoise finds files in STATICFILES_DIRS directly.
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
