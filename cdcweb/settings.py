@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from celery.schedules import crontab
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -170,6 +172,27 @@ CDC_STALL_CHECK_SECONDS = env_int("CDC_STALL_CHECK_SECONDS", 30)
 # resume before its low watermark falls out of it; the dashboard warns at 25 % left.
 CDC_STREAM_RETENTION_HOURS = env_int("CDC_STREAM_RETENTION_HOURS", 24)
 
+# --- Spark reports ----------------------------------------------------------------------
+SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+CDC_SPARK_DRIVER_MEMORY = env_str("CDC_SPARK_DRIVER_MEMORY", "1g")
+CDC_REPORTS_DIR = Path(env_str("CDC_REPORTS_DIR", str(VAR_DIR / "reports"))).resolve()
+# A job past this is killed and the report fails, so no report stays RUNNING forever.
+CDC_REPORT_TIMEOUT_SECONDS = env_int("CDC_REPORT_TIMEOUT_SECONDS", 3600)
+CDC_REPORT_MAX_DAYS = env_int("CDC_REPORT_MAX_DAYS", 31)
+# The cost report's price model (DESIGN §10): list prices for us-central1, verify them
+# for your contract. Blank node-hour price: the edition's; blank overhead: measured.
+CDC_PRICE_MODEL = {
+    "retention_days": env_float("CDC_PRICE_RETENTION_DAYS", 1.0),
+    "storage_usd_per_gib_month": env_float("CDC_PRICE_STORAGE_USD_PER_GIB_MONTH", 0.30),
+    "edition": env_str("CDC_PRICE_EDITION", "standard"),
+    "node_hour_usd": env_str("CDC_PRICE_NODE_HOUR_USD", ""),
+    "nodes": env_float("CDC_PRICE_NODES", 1.0),
+    "cpu_share_enabled": env_float("CDC_PRICE_CPU_SHARE_ENABLED", 0.10),
+    "cpu_share_read_low": env_float("CDC_PRICE_CPU_SHARE_READ_LOW", 0.20),
+    "cpu_share_read_high": env_float("CDC_PRICE_CPU_SHARE_READ_HIGH", 0.30),
+    "overhead_factor": env_str("CDC_PRICE_OVERHEAD_FACTOR", ""),
+}
+
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):
@@ -220,6 +243,12 @@ CELERY_BEAT_SCHEDULE = {
     "cleanup-lag-samples": {
         "task": "partitions.tasks.cleanup_lag_samples_task",
         "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
+    # Yesterday's report per stream, once the day's last windows have surely landed.
+    "daily-reports": {
+        "task": "streams.tasks.schedule_daily_reports_task",
+        "schedule": crontab(hour=0, minute=30),
         "options": {"expires": 3600.0},
     },
 }
