@@ -50,10 +50,14 @@ def new_owner(worker: str | None) -> str:
 
 def acquire_lease(partition: Partition, owner: str) -> bool:
     """Take the partition's lease if nobody holds a live one and its stream reads on."""
+    if not Stream.objects.filter(pk=partition.stream_id, state__in=scheduling.READING_STATES).exists():
+        return False  # a pause racing this check is seen again after the window
     now = timezone.now()
+    # Only the row's own columns in the WHERE: PostgreSQL re-checks them on the row a
+    # concurrent winner committed, but a join would turn them into an `id IN (subquery)`
+    # that is not re-checked, and two readers would both "win" (the pipeline tests saw it).
     rows = (
         Partition.objects.filter(pk=partition.pk, state__in=[P.SCHEDULED, P.RUNNING])
-        .filter(stream__state__in=scheduling.READING_STATES)
         .filter(Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
         .update(
             lease_owner=owner,
@@ -66,9 +70,12 @@ def acquire_lease(partition: Partition, owner: str) -> bool:
     return rows == 1
 
 
-def log_lease(event: str, partition_id: int, owner: str) -> None:
+def log_lease(event: str, partition_id: int, owner: str, expires: datetime | None = None) -> None:
     """Log a lease event with a wall-clock time; "end" is logged before the lease is given up."""
-    lease_log.info("LEASE %s partition=%s owner=%s at=%.6f", event, partition_id, owner, time.time())
+    until = expires.timestamp() if expires else 0.0
+    lease_log.info(
+        "LEASE %s partition=%s owner=%s at=%.6f until=%.6f", event, partition_id, owner, time.time(), until
+    )
 
 
 def window_end(partition: Partition, stream: Stream) -> datetime:
@@ -120,7 +127,10 @@ def _stream_reads_on(stream: Stream) -> bool:
 
 def _flush(stream, partition, owner, progress) -> Partition | None:
     land(stream, partition, progress)
-    return save_progress(partition.pk, owner, progress, keep_lease=True)
+    stored = save_progress(partition.pk, owner, progress, keep_lease=True)
+    if stored is not None and stored.lease_expires_at is not None:
+        log_lease("renew", partition.pk, owner, stored.lease_expires_at)
+    return stored
 
 
 def read_window(stream: Stream, partition: Partition, owner: str) -> tuple[Partition | None, bool]:
@@ -156,9 +166,9 @@ def read_next_window(partition: Partition, worker: str | None = None) -> str:
     if not acquire_lease(partition, owner):
         _settle_unleased(partition)
         return "not leased"
-    log_lease("start", partition.pk, owner)
-    stream = Stream.objects.get(pk=partition.stream_id)
     partition.refresh_from_db()
+    log_lease("start", partition.pk, owner, partition.lease_expires_at)
+    stream = Stream.objects.get(pk=partition.stream_id)
     try:
         stored, go_on = read_window(stream, partition, owner)
     except (SpannerError, ChangeRecordError) as error:

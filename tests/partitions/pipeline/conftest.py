@@ -154,7 +154,8 @@ def pipeline(tmp_path_factory, django_db_blocker):
     pipe = Pipeline(var_dir, database_url, broker_url)
     pipe.manage("migrate", "--no-input")
     new = database_config(database_url, var_dir / "cdcweb.sqlite3")
-    new = {**connections["default"].settings_dict, **new, "NAME": str(new["NAME"])}
+    # Keep Django's filled-in defaults, but not the other engine's OPTIONS.
+    new = {**connections["default"].settings_dict, "OPTIONS": {}, **new, "NAME": str(new["NAME"])}
     with django_db_blocker.unblock():
         old = _point_django_at(new)
         try:

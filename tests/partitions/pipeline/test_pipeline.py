@@ -137,14 +137,22 @@ def test_killed_workers_lose_nothing_and_watermarks_never_move_back(pipeline, si
 
 
 def _lease_intervals(text: str) -> dict[str, list[tuple[float, float, str]]]:
+    """Return per partition the (start, end, owner) of each live lease the workers logged.
+
+    A lease ends when its holder gives it up or when it expires unrenewed, whichever
+    is first: after expiry another reader may take over, as designed.
+    """
     opened, intervals = {}, defaultdict(list)
-    for event, pk, owner, at in re.findall(
-        r"LEASE (start|end) partition=(\d+) owner=(\S+) at=([\d.]+)", text
-    ):
+    pattern = r"LEASE (start|renew|end) partition=(\d+) owner=(\S+) at=([\d.]+) until=([\d.]+)"
+    for event, pk, owner, at, until in re.findall(pattern, text):
+        key = (pk, owner)
         if event == "start":
-            opened[(pk, owner)] = float(at)
-        elif (pk, owner) in opened:
-            intervals[pk].append((opened.pop((pk, owner)), float(at), owner))
+            opened[key] = [float(at), float(until)]
+        elif event == "renew" and key in opened:
+            opened[key][1] = float(until)
+        elif event == "end" and key in opened:
+            start, expires = opened.pop(key)
+            intervals[pk].append((start, min(float(at), expires), owner))
     return intervals
 
 
