@@ -1,6 +1,6 @@
 """Page routes of streams: the overview and a stream's page with its live parts and actions."""
 
-from django.urls import path
+from django.urls import include, path
 
 from streams import views
 
@@ -11,4 +11,5 @@ urlpatterns = [
     path("streams/<int:pk>/panel/", views.stream_panel, name="stream-panel"),
     path("streams/<int:pk>/history/", views.stream_history, name="stream-history"),
     path("streams/<int:pk>/actions/<str:action>/", views.stream_action, name="stream-action"),
+    path("", include("streams.report_urls")),
 ]

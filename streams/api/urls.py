@@ -3,10 +3,12 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
+from .reports import ReportViewSet
 from .views import StreamErrorViewSet, StreamTransitionViewSet, StreamViewSet
 
 router = SimpleRouter()
 router.register("streams", StreamViewSet, basename="stream")
+router.register("reports", ReportViewSet, basename="report")
 
 urlpatterns = [
     *router.urls,

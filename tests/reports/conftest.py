@@ -1,0 +1,98 @@
+"""Fixtures of the report tests: users in each role, a stream, reports in each status."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.apps import apps
+from django.contrib.auth.models import Group, User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from streams.models import Report, Stream
+from streams.roles import OPERATORS, VIEWERS, ensure_roles
+
+SINCE = datetime(2026, 11, 20, tzinfo=UTC)
+UNTIL = datetime(2026, 11, 21, tzinfo=UTC)
+RESULTS = {
+    "throughput": [
+        {"stream_name": "orders", "table_name": "Orders", "minute": "2026-11-20T10:00:00.000000Z",
+         "records": 3, "mods": 5, "inserts": 5, "updates": 0, "deletes": 0, "bytes": 120, "transactions": 2},
+        {"stream_name": "orders", "table_name": "Items", "minute": "2026-11-20T10:00:00.000000Z",
+         "records": 1, "mods": 2, "inserts": 1, "updates": 1, "deletes": 0, "bytes": 40, "transactions": 1},
+    ],
+    "latency_by_minute": [
+        {"stream_name": "orders", "minute": "2026-11-20T10:00:00.000000Z", "records": 4, "p50_seconds": 0.5,
+         "p95_seconds": 1.5, "p99_seconds": 2.0, "max_seconds": 2.0},
+    ],
+    "transaction_shape": [{"stream_name": "orders", "measure": "records", "value": 2, "transactions": 2}],
+    "cost": [
+        {"stream_name": "orders", "table_name": "Orders", "day": "2026-11-20", "records": 3, "mods": 5,
+         "bytes": 120, "overhead_factor": 1.4, "covered_hours": 0.1, "retained_gib": 1e-7,
+         "storage_usd": 1e-9, "compute_usd_low": 0.01, "compute_usd_high": 0.02,
+         "total_usd_low": 0.01, "total_usd_high": 0.02},
+    ],
+}  # fmt: skip
+ASSUMPTIONS = [
+    {"name": "storage_usd_per_gib_month", "value": 0.3, "unit": "USD per GiB-month",
+     "source": "Spanner regional SSD, us-central1", "note": "list price, verify for your contract"},
+]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """Hash test passwords with MD5: the real hasher costs about a second per user here."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def users(db) -> dict[str, User]:
+    """Return a viewer and an operator (the groups as the roles migration makes them)."""
+    ensure_roles(apps)
+    viewer = User.objects.create_user("vera", password="pw")
+    viewer.groups.add(Group.objects.get(name=VIEWERS))
+    operator = User.objects.create_user("otto", password="pw")
+    operator.groups.add(Group.objects.get(name=OPERATORS))
+    return {"viewer": viewer, "operator": operator}
+
+
+@pytest.fixture
+def api(users):
+    """Return a factory of API clients authenticated by token as a role (None: anonymous)."""
+
+    def make(role: str | None) -> APIClient:
+        client = APIClient()
+        if role:
+            client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=users[role]).key}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def stream(db) -> Stream:
+    return Stream.objects.create(
+        name="orders", project="p", instance="i", database="d", change_stream="Orders"
+    )
+
+
+@pytest.fixture
+def done_report(stream) -> Report:
+    """Return a DONE report with small result tables and its assumptions."""
+    summary = {"totals": {"records": 4, "mods": 7, "transactions": 3, "bytes": 160}, "tables": {}}
+    for name, rows in RESULTS.items():
+        summary["tables"][name] = {"columns": list(rows[0]), "rows": len(rows)}
+    return Report.objects.create(
+        stream=stream, since=SINCE, until=UNTIL, status=Report.Status.DONE, requested_by="otto",
+        summary=summary, results=RESULTS, assumptions=ASSUMPTIONS, progress_done=11, progress_total=11,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def running_report(stream) -> Report:
+    """Return a report RUNNING at step 4 of 11."""
+    return Report.objects.create(
+        stream=stream, since=SINCE, until=UNTIL, status=Report.Status.RUNNING, requested_by="otto",
+        progress_done=4, progress_total=11, step="latency_by_minute",
+    )  # fmt: skip
