@@ -47,7 +47,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
     _admin(url, f'CREATE DATABASE "{fresh}"')
     with django_db_blocker.unblock():
         target = database_config(f"{base}/{fresh}", None)
-        old = _point_default_at({**connections["default"].settings_dict, **target, "CONN_MAX_AGE": 0})
+        old = _point_default_at(
+            {**connections["default"].settings_dict, "OPTIONS": {}, **target, "CONN_MAX_AGE": 0}
+        )
         call_command("migrate", verbosity=0, interactive=False)
     try:
         yield

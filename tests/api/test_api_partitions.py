@@ -110,7 +110,7 @@ def test_query_count_does_not_grow_with_partitions(viewer, db, endpoint):
         with CaptureQueriesContext(connection) as queries:
             assert viewer.get(f"/api/v1/streams/{stream.pk}/{endpoint}").status_code == 200
         counts.append(len(queries))
-    assert counts[0] == counts[1]
+    assert counts[0] == counts[1] > 0
 
 
 def test_transitions_and_errors_are_listed(viewer, stream):

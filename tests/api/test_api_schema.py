@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from django.core import signals
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
 from schemathesis import checks
@@ -17,6 +19,20 @@ MAX_EXAMPLES = 5
 
 # Loaded once at collection, in-process through WSGI (the schema view needs no database).
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+
+
+@pytest.fixture(autouse=True)
+def keep_the_test_connection():
+    """Stop the WSGI handler closing the connection after each request, as Django's test client does.
+
+    Otherwise, on PostgreSQL, the first request closes the connection that holds the
+    test's transaction and every later query fails.
+    """
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
 
 
 @pytest.fixture

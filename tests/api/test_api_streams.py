@@ -51,10 +51,11 @@ def test_the_list_costs_the_same_queries_for_more_partitions(viewer, db):
     make_stream("small", 5)
     with CaptureQueriesContext(connection) as few:
         viewer.get("/api/v1/streams/")
+    few = len(few)  # now: the slice is taken from a log that the next request resets
     make_stream("large", 300, seed=3)
     with CaptureQueriesContext(connection) as many:
         assert len(viewer.get("/api/v1/streams/").json()["results"]) == 2
-    assert len(many) == len(few)
+    assert len(many) == few > 0
 
 
 def test_an_operator_creates_a_stream_that_has_not_started(operator, db):

@@ -105,7 +105,8 @@ def test_a_scrape_costs_the_same_queries_for_more_partitions(client, db):
     make_stream("small", 10)
     with CaptureQueriesContext(connection) as few:
         scrape(client)
+    few = len(few)  # now: the slice is taken from a log that the next request resets
     make_stream("large", 300, seed=3)
     with CaptureQueriesContext(connection) as many:
         scrape(client)
-    assert len(many) == len(few)
+    assert len(many) == few > 0
