@@ -60,7 +60,8 @@ def parse_line(line: str) -> Event | None:
 
 def readable_error(lines: list[str], status: int | None = None) -> str:
     """Return the first meaningful lines of a failed job's output, without stack traces or noise."""
-    kept = [ln.strip() for ln in lines if ln.strip() and not any(p.search(ln) for p in _NOISE)]
+    # py4j prefixes the Java exception with ": "; strip it with the whitespace.
+    kept = [ln.strip(" \t:") for ln in lines if ln.strip() and not any(p.search(ln) for p in _NOISE)]
     exceptions = [ln for ln in kept if _EXCEPTION.search(ln)]
     chosen = []
     for line in exceptions or kept:

@@ -1,0 +1,191 @@
+"""Report services without Spark: command, progress parsing, errors, results, scheduling, recovery."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from partitions.models import Partition, PartitionEdge
+from streams import report_services
+from streams.models import Report
+from streams.reports import command
+from streams.reports.output import parse_line, readable_error
+from streams.tasks import fail_reports_of_previous_run, run_report_task
+
+S = Report.Status
+SPARK_FAILURE = """\
+Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties
+26/11/22 00:00:01 WARN NativeCodeLoader: Unable to load native-hadoop library for your platform
+Traceback (most recent call last):
+  File "/work/main/spark_tasks/main.py", line 97, in <module>
+    sys.exit(main())
+  File "/work/main/.venv/lib/python3.11/site-packages/py4j/protocol.py", line 326, in get_return_value
+    raise Py4JJavaError(
+py4j.protocol.Py4JJavaError: An error occurred while calling o51.collectToPython.
+: java.lang.OutOfMemoryError: Java heap space
+\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)
+\tat org.apache.spark.sql.execution.SparkPlan.executeCollect(SparkPlan.scala:430)
+\t... 42 more
+"""
+# A stand-in for spark-submit: prints the job's protocol and writes its files.
+FAKE_JOB = """
+import json, sys, time
+from pathlib import Path
+out = Path(sys.argv[sys.argv.index("--output") + 1])
+for i in range(1, 4):
+    print(f"PROGRESS {i}/3 {i * 0.1:.1f} step{i}", flush=True)
+    time.sleep(0.05)
+print("26/11/22 00:00:01 WARN SomeSparkChatter: ignore me", flush=True)
+(out / "throughput.json").write_text(json.dumps({"name": "throughput", "columns": ["table_name", "mods"],
+    "rows": [["Orders", 5], ["Items", 2]]}))
+table = {"report": "throughput", "file": "throughput.json", "rows": 2}
+assumed = [{"name": "nodes", "value": 1, "unit": "nodes", "source": "yours"}]
+summary = {"totals": {"mods": 7}, "tables": {"throughput": table}, "assumptions": assumed, "empty": False}
+(out / "summary.json").write_text(json.dumps(summary))
+print(f"DONE {out / 'summary.json'}", flush=True)
+"""
+
+
+@pytest.fixture
+def fake_spark(monkeypatch, tmp_path, settings):
+    """Replace spark-submit by a Python script; return a setter of the script's text."""
+    settings.CDC_REPORTS_DIR = tmp_path / "reports"
+    script = tmp_path / "job.py"
+
+    def use(text: str) -> None:
+        script.write_text(text)
+        monkeypatch.setattr(
+            report_services,
+            "build_command",
+            lambda r, out, lin: [sys.executable, str(script), "--output", str(out)],
+        )
+
+    return use
+
+
+def test_stdout_lines_become_progress_done_and_error_events():
+    assert parse_line("PROGRESS 3/11 12.5 latency_by_minute\n").__dict__ == {
+        "kind": "progress", "done": 3, "total": 11, "step": "latency_by_minute", "text": ""
+    }  # fmt: skip
+    assert parse_line("DONE /tmp/r/summary.json").text == "/tmp/r/summary.json"
+    assert parse_line("ERROR input path /x does not exist").text == "input path /x does not exist"
+    assert parse_line("26/11/22 00:00:01 WARN Utils: whatever") is None
+
+
+def test_spark_errors_lose_their_stack_traces_and_py4j_noise():
+    reason = readable_error(SPARK_FAILURE.splitlines(), 1)
+    assert reason == "java.lang.OutOfMemoryError: Java heap space"
+    assert readable_error([], 137) == "spark-submit exited with status 137"
+
+
+def test_command_runs_main_with_the_range_the_master_and_the_price_model(stream, settings, tmp_path):
+    settings.SPARK_MASTER, settings.CDC_SPARK_DRIVER_MEMORY = "spark://h:7077", "2g"
+    settings.CDC_PRICE_MODEL = {"nodes": 3.0, "node_hour_usd": "", "edition": "enterprise"}
+    report = Report(
+        stream=stream, since=datetime(2026, 11, 20, tzinfo=UTC), until=datetime(2026, 11, 21, tzinfo=UTC)
+    )
+    argv = command.build_command(report, tmp_path / "out", tmp_path / "lineage.json")
+    joined = " ".join(argv)
+    assert argv[0].endswith("spark-submit")
+    assert "--master spark://h:7077 --driver-memory 2g" in joined
+    assert "--since 2026-11-20T00:00:00Z --until 2026-11-21T00:00:00Z" in joined
+    assert "--nodes 3.0 --edition enterprise" in joined
+    assert "--node-hour-usd" not in joined  # blank: the edition's list price
+    env = command.spark_env()
+    assert env["PYSPARK_PYTHON"] == env["PYSPARK_DRIVER_PYTHON"] == sys.executable
+
+
+def test_lineage_export_lists_partitions_in_range_with_their_parents(stream, tmp_path):
+    t0 = datetime(2026, 11, 20, 10, tzinfo=UTC)
+    old = Partition.objects.create(stream=stream, token="old", start_at=t0 - timedelta(days=3),
+                                   end_at=t0 - timedelta(days=2), watermark=t0)  # fmt: skip
+    root = Partition.objects.create(stream=stream, token="root", start_at=t0,
+                                    end_at=t0 + timedelta(minutes=1), watermark=t0)  # fmt: skip
+    child = Partition.objects.create(
+        stream=stream, token="child", start_at=t0 + timedelta(minutes=1), watermark=t0
+    )
+    PartitionEdge.objects.create(stream=stream, parent=root, child=child)
+    path = command.export_lineage(
+        stream, t0 - timedelta(hours=1), t0 + timedelta(hours=1), tmp_path / "l.json"
+    )
+    rows = {r["token"]: r for r in json.loads(path.read_text())["partitions"]}
+    assert set(rows) == {"root", "child"}, old
+    assert rows["child"]["parents"] == ["root"]
+    assert rows["root"]["end_at"] == "2026-11-20T10:01:00Z"
+    assert rows["child"]["end_at"] is None
+
+
+def test_a_job_streams_progress_and_its_tables_are_stored(fake_spark, running_report):
+    fake_spark(FAKE_JOB)
+    Report.objects.filter(pk=running_report.pk).update(status=S.QUEUED, progress_done=0, progress_total=0)
+    run_report_task.apply(args=[running_report.pk])
+    report = Report.objects.get(pk=running_report.pk)
+    assert (report.status, report.progress_done, report.progress_total, report.step) == (S.DONE, 3, 3, "done")
+    assert report.results == {
+        "throughput": [{"table_name": "Orders", "mods": 5}, {"table_name": "Items", "mods": 2}]
+    }
+    assert report.assumptions[0]["note"] == "list price, verify for your contract"
+    assert report.summary["tables"]["throughput"]["columns"] == ["table_name", "mods"]
+
+
+def test_a_failed_job_keeps_the_meaningful_lines_only(fake_spark, running_report):
+    fake_spark(f"import sys\nprint({SPARK_FAILURE!r})\nsys.exit(1)\n")
+    Report.objects.filter(pk=running_report.pk).update(status=S.QUEUED)
+    run_report_task.apply(args=[running_report.pk])
+    report = Report.objects.get(pk=running_report.pk)
+    assert report.status == S.FAILED
+    assert report.error == "java.lang.OutOfMemoryError: Java heap space"
+    assert report.finished_at is not None
+
+
+def test_a_job_past_its_timeout_is_killed_and_fails(fake_spark, running_report, settings):
+    settings.CDC_REPORT_TIMEOUT_SECONDS = 1
+    fake_spark("import time\nprint('PROGRESS 1/5 0.1 input', flush=True)\ntime.sleep(60)\n")
+    Report.objects.filter(pk=running_report.pk).update(status=S.QUEUED)
+    run_report_task.apply(args=[running_report.pk])
+    report = Report.objects.get(pk=running_report.pk)
+    assert report.status == S.FAILED
+    assert "ran longer than 1 s" in report.error
+
+
+def test_a_second_delivery_does_nothing_and_a_deleted_report_is_skipped(running_report):
+    # given a report another delivery is already running
+    assert run_report_task.apply(args=[running_report.pk]).get() == S.RUNNING
+    assert Report.objects.get(pk=running_report.pk).step == "latency_by_minute"
+    assert run_report_task.apply(args=[running_report.pk + 100]).get() is None
+
+
+def test_a_restarted_worker_fails_the_reports_it_left_running(running_report, stream):
+    Report.objects.filter(pk=running_report.pk).update(worker="w1@host")
+    other = Report.objects.create(stream=stream, since=running_report.since, until=running_report.until,
+                                  status=S.RUNNING, worker="w2@host", requested_by="x")  # fmt: skip
+    fail_reports_of_previous_run(sender=type("Consumer", (), {"hostname": "w1@host"})())
+    assert Report.objects.get(pk=running_report.pk).status == S.FAILED
+    assert "start the report again" in Report.objects.get(pk=running_report.pk).error
+    assert Report.objects.get(pk=other.pk).status == S.RUNNING
+
+
+def test_daily_reports_cover_yesterday_once_per_stream_with_data(stream, django_capture_on_commit_callbacks,
+                                                               monkeypatch):  # fmt: skip
+    sent = []
+    monkeypatch.setattr("streams.tasks.run_report_task.delay", sent.append)
+    now = datetime(2026, 11, 22, 0, 30, tzinfo=UTC)
+    idle = type(stream).objects.create(
+        name="idle", project="p", instance="i", database="d", change_stream="I"
+    )
+    Partition.objects.create(stream=stream, token="t", start_at=now - timedelta(days=2),
+                             watermark=now - timedelta(hours=1), data_records=10)  # fmt: skip
+    Partition.objects.create(stream=idle, token="t", start_at=now - timedelta(days=2), watermark=now)
+    with django_capture_on_commit_callbacks(execute=True):
+        first = report_services.schedule_daily_reports(now)
+        again = report_services.schedule_daily_reports(now)
+    report = Report.objects.get()
+    assert (first, again, sent) == ([report.pk], [], [report.pk])
+    assert (report.stream, report.since, report.until) == (
+        stream,
+        datetime(2026, 11, 21, tzinfo=UTC),
+        now.replace(minute=0, hour=0),
+    )

@@ -1,0 +1,149 @@
+"""Reports through real spark-submit: a pipeline-landed stream via a real worker, a failure, an empty range.
+
+The landing zone is made by the real pipeline (simulator over gRPC, Celery workers);
+the expected totals are computed from the landed Parquet files with pyarrow.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pyarrow.compute as pc
+import pytest
+from django.utils import timezone
+
+from partitions import landing
+from partitions.landing_schema import DEDUPE_KEY
+from streams.models import Report, Stream
+from streams.tasks import run_report_task
+from tests.partitions.pipeline.conftest import _wait_for, pipeline, sim, sim_config  # noqa: F401
+
+pytestmark = pytest.mark.slow
+S = Report.Status
+SPAN = timedelta(seconds=20)
+# Two cores are shared with the pipeline's processes: keep Spark small.
+SPARK_ENV = {"SPARK_MASTER": "local[2]", "CDC_SPARK_DRIVER_MEMORY": "512m"}
+
+
+@pytest.fixture(scope="module")
+def landed(pipeline, sim) -> Stream:  # noqa: F811
+    """Return a stream whose 20 s of past changes a real worker has read and landed."""
+    pipeline.env.update(SPARK_ENV)
+    pipeline.beat()
+    pipeline.worker("w1")
+    start = (timezone.now() - timedelta(minutes=20)).replace(microsecond=0)
+    pipeline.manage(
+        "cdc_stream", "create", "orders", "--project", "p", "--instance", "i", "--database", "demo-db",
+        "--change-stream", sim.config.stream, "--start", start.isoformat(),
+        "--end", (start + SPAN).isoformat(), "--heartbeat-ms", "1000", "--window-seconds", "5",
+        "--emulator-host", sim.emulator_host,
+    )  # fmt: skip
+    pipeline.manage("cdc_stream", "start", "orders")
+    stream = Stream.objects.get(name="orders")
+
+    def finished():
+        stream.refresh_from_db()
+        return stream.state == Stream.State.PAUSED and "reached end" in stream.state_reason
+
+    _wait_for("the stream to reach its end", finished, timeout=120)
+    return stream
+
+
+@pytest.fixture(scope="module")
+def worker_run(pipeline, landed):  # noqa: F811
+    """Run a report of the whole stream on the pipeline's worker; return it and the states seen."""
+    report = Report.objects.create(
+        stream=landed, since=landed.start_at - timedelta(minutes=1),
+        until=landed.end_at + timedelta(minutes=1), requested_by="test",
+    )  # fmt: skip
+    code = f"from streams.tasks import run_report_task; run_report_task.delay({report.pk})"
+    pipeline.manage("shell", "-c", code)
+    seen, deadline = [], time.monotonic() + 240
+    while time.monotonic() < deadline:
+        report.refresh_from_db()
+        seen.append((report.status, report.progress_done, report.progress_total))
+        if report.finished:
+            return report, seen
+        time.sleep(0.1)
+    pytest.fail(f"report still {report.status} after 240 s:\n{pipeline.log_text('w1')[-3000:]}")
+
+
+def expected_totals(landing_uri: str, stream) -> dict:
+    """Return the landing zone's deduplicated totals, computed with pyarrow."""
+    table = landing.read_landing(landing_uri, stream.name)
+    unique = table.group_by(list(DEDUPE_KEY)).aggregate([("mod_bytes", "max")])
+    records = unique.group_by(list(DEDUPE_KEY[:4])).aggregate([])
+    return {
+        "landed_mods": table.num_rows,
+        "mods": unique.num_rows,
+        "records": records.num_rows,
+        "bytes": pc.sum(unique["mod_bytes_max"]).as_py(),
+        "transactions": len(pc.unique(table["server_transaction_id"])),
+    }
+
+
+def test_worker_report_totals_equal_the_landing_zones_deduplicated_counts(pipeline, landed, worker_run):  # noqa: F811
+    report, seen = worker_run
+    # then the report is done, and was seen running with progress
+    assert report.status == S.DONE, report.error
+    assert any(status == S.RUNNING and total > 0 for status, _, total in seen)
+    assert report.progress_done == report.progress_total > 2
+    assert report.worker.startswith("w1@")
+    # and its totals are the landing zone's, deduplicated
+    expected = expected_totals(str(pipeline.landing), landed)
+    assert expected["mods"] > 100
+    totals = report.summary["totals"]
+    assert {k: totals[k] for k in expected} == expected
+    assert sum(r["mods"] for r in report.results["throughput"]) == expected["mods"]
+    assert sum(r["records"] for r in report.results["latency_by_minute"]) == expected["records"]
+
+
+def test_worker_report_has_churn_from_the_lineage_and_a_priced_cost(worker_run):
+    report, _ = worker_run
+    assert report.results["partition_lifetimes"]
+    assert sum(r["splits"] + r["merges"] for r in report.results["churn_by_hour"]) > 0
+    assert report.results["cost"]
+    assert {"storage_usd_per_gib_month", "node_hour_usd", "retention_days"} <= {
+        a["name"] for a in report.assumptions
+    }
+    assert all(a["note"] == "list price, verify for your contract" for a in report.assumptions)
+
+
+def apply_report(stream, since, until) -> Report:
+    """Run a new report in this process through the task, as a worker would; return it finished."""
+    report = Report.objects.create(stream=stream, since=since, until=until, requested_by="test")
+    run_report_task.apply(args=[report.pk])
+    report.refresh_from_db()
+    return report
+
+
+def test_a_missing_input_path_fails_with_a_readable_reason(landed, settings, tmp_path):
+    # given a landing zone that does not exist
+    for name, value in SPARK_ENV.items():
+        setattr(settings, name, value)
+    settings.CDC_LANDING_URI = str(tmp_path / "nowhere")
+    settings.CDC_REPORTS_DIR = tmp_path / "reports"
+    # when a report runs
+    report = apply_report(landed, landed.start_at, landed.end_at)
+    # then it failed, saying why in one line without a stack trace
+    assert report.status == S.FAILED
+    assert report.error == f"input path {tmp_path / 'nowhere'} does not exist"
+    assert report.finished_at is not None
+
+
+def test_a_range_without_data_is_a_done_empty_report(pipeline, landed, settings, tmp_path):  # noqa: F811
+    # given a day a week before the stream's data
+    for name, value in SPARK_ENV.items():
+        setattr(settings, name, value)
+    settings.CDC_LANDING_URI = str(pipeline.landing)
+    settings.CDC_REPORTS_DIR = tmp_path / "reports"
+    since = landed.start_at - timedelta(days=7)
+    # when a report of it runs
+    report = apply_report(landed, since, since + timedelta(days=1))
+    # then it is done, empty, and every table is there with no rows
+    assert report.status == S.DONE, report.error
+    assert report.summary["empty"] is True
+    assert report.summary["totals"]["mods"] == 0
+    assert set(report.results) >= {"throughput", "latency_by_minute", "transaction_shape", "cost"}
+    assert all(rows == [] for rows in report.results.values())
