@@ -48,7 +48,7 @@ def _filtered(request) -> tuple[Stream | None, list[Report]]:
     raw = request.GET.get("stream", "")
     if raw.isdigit():
         stream = Stream.objects.filter(pk=int(raw)).first()
-    reports = Report.objects.select_related("stream").defer("results", "summary")
+    reports = Report.objects.select_related("stream").defer("results")
     if stream is not None:
         reports = reports.filter(stream=stream)
     return stream, list(reports[:LIST_ROWS])
@@ -116,7 +116,7 @@ def report_detail(request, pk: int):
 @login_required
 def report_status(request, pk: int):
     """Return the report's status panel alone; ask for a full reload once it has finished."""
-    report = get_object_or_404(Report.objects.defer("results", "summary"), pk=pk)
+    report = get_object_or_404(Report.objects.defer("results"), pk=pk)
     response = render(request, "streams/reports/_status.html", {"report": report})
     if report.finished and request.GET.get("was") in (Report.Status.QUEUED, Report.Status.RUNNING):
         response["HX-Refresh"] = "true"  # the charts need the whole page

@@ -132,3 +132,16 @@ def test_stream_page_and_navigation_link_to_reports(as_viewer, stream):
     page = as_viewer.get(f"/streams/{stream.pk}/").content.decode()
     assert f'href="/reports/?stream={stream.pk}"' in page
     assert 'href="/reports/"' in page
+
+
+def test_the_list_costs_the_same_queries_for_many_reports(
+    as_viewer, done_report, django_assert_max_num_queries
+):
+    for _ in range(20):
+        Report.objects.create(
+            stream=done_report.stream, since=done_report.since, until=done_report.until,
+            requested_by="x", status=Report.Status.DONE, summary={"empty": True},
+        )  # fmt: skip
+    with django_assert_max_num_queries(8):
+        page = as_viewer.get("/reports/").content.decode()
+    assert page.count("no data in range") == 20
