@@ -40,15 +40,21 @@ def free_q(now) -> Q:
     return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
 
 
-def enqueue_read(partition_id: int, countdown: float = 0) -> None:
-    """Queue one read of the partition once the current transaction commits."""
+def enqueue_read(partition_id: int, countdown: float = 0, urgent: bool = False) -> None:
+    """Queue one read of the partition once the current transaction commits.
+
+    An urgent read (a partition's first, once its parents finished) goes to the
+    "urgent" queue, which workers serve in turn with the queue of next windows.
+    """
     from .tasks import read_partition_task  # the tasks module imports the services
 
     options = {"countdown": countdown} if countdown else {}
+    if urgent:
+        options["queue"] = "urgent"
     transaction.on_commit(lambda: read_partition_task.apply_async((partition_id,), **options))
 
 
-def reserve_and_enqueue(partition_ids, countdown: float = 0) -> int:
+def reserve_and_enqueue(partition_ids, countdown: float = 0, urgent: bool = False) -> int:
     """Reserve and queue a read of every free partition among the ids; return how many."""
     now = timezone.now()
     queued = 0
@@ -60,7 +66,7 @@ def reserve_and_enqueue(partition_ids, countdown: float = 0) -> int:
             .update(lease_owner="", lease_expires_at=now + lease_delta(countdown))
         )
         if won:  # the row count says this caller, and no other, queues the read
-            enqueue_read(pk, countdown)
+            enqueue_read(pk, countdown, urgent)
             queued += 1
     return queued
 
@@ -81,7 +87,7 @@ def schedule_ready(stream_id: int, candidates=None) -> int:
         with transaction.atomic():
             if Partition.objects.filter(pk=pk, state=P.CREATED).update(state=P.SCHEDULED, scheduled_at=now):
                 scheduled.append(pk)
-                reserve_and_enqueue([pk])
+                reserve_and_enqueue([pk], urgent=True)
     return len(scheduled)
 
 

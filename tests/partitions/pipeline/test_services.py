@@ -23,9 +23,13 @@ pytestmark = pytest.mark.django_db
 def queued(monkeypatch):
     """Record the reads the services queue instead of sending them to a broker."""
     calls = []
-    monkeypatch.setattr(scheduling, "enqueue_read", lambda pk, countdown=0: calls.append((pk, countdown)))
     monkeypatch.setattr(
-        failures.scheduling, "enqueue_read", lambda pk, countdown=0: calls.append((pk, countdown))
+        scheduling, "enqueue_read", lambda pk, countdown=0, urgent=False: calls.append((pk, countdown))
+    )
+    monkeypatch.setattr(
+        failures.scheduling,
+        "enqueue_read",
+        lambda pk, countdown=0, urgent=False: calls.append((pk, countdown)),
     )
     return calls
 
