@@ -154,6 +154,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "StreamStateEnum": "streams.models.Stream.State",
         "PartitionStateEnum": "partitions.models.Partition.State",
+        "ReportKindEnum": "streams.models.Report.Kind",
     },
 }
 

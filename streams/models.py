@@ -180,7 +180,13 @@ class Report(models.Model):
         FAILED = "FAILED", "Failed"
 
     class Kind(models.TextChoices):
+        # The job's --report values (spark_tasks/main.py REPORTS).
         ALL = "all", "All reports"
+        THROUGHPUT = "throughput", "Throughput"
+        LATENCY = "latency", "Latency"
+        TRANSACTIONS = "transactions", "Transaction shape"
+        CHURN = "churn", "Partition churn"
+        COST = "cost", "Cost"
 
     stream = models.ForeignKey(Stream, on_delete=models.CASCADE, related_name="reports")
     since = models.DateTimeField(help_text="first commit timestamp included")

@@ -60,10 +60,10 @@ def enqueue(report: Report) -> None:
     transaction.on_commit(lambda: run_report_task.delay(report.pk))
 
 
-def create_report(stream: Stream, since: datetime, until: datetime, by: str) -> Report:
+def create_report(stream: Stream, since: datetime, until: datetime, by: str, kind: str = "all") -> Report:
     """Create a QUEUED report of the stream over [since, until) and enqueue it."""
     with transaction.atomic():
-        report = Report.objects.create(stream=stream, since=since, until=until, requested_by=by)
+        report = Report.objects.create(stream=stream, since=since, until=until, requested_by=by, kind=kind)
         enqueue(report)
     return report
 

@@ -33,6 +33,9 @@ class ReportForm(forms.Form):
     until = forms.DateTimeField(
         input_formats=INPUT_FORMATS, widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
     )
+    kind = forms.ChoiceField(
+        choices=Report.Kind.choices, initial=Report.Kind.ALL, required=False, label="Reports"
+    )
 
     def clean(self) -> dict:
         """Add the range's field errors (reversed, too long, in the future)."""
@@ -89,7 +92,11 @@ def report_new(request):
         if form.is_valid():
             data = form.cleaned_data
             report = report_services.create_report(
-                data["stream"], data["since"], data["until"], by=request.user.get_username()
+                data["stream"],
+                data["since"],
+                data["until"],
+                by=request.user.get_username(),
+                kind=data["kind"],
             )
             messages.success(request, f"Report {report.pk} queued: Spark starts it shortly.")
             return redirect("report-detail", pk=report.pk)

@@ -51,11 +51,12 @@ class ReportDetailSerializer(ReportSerializer):
 
 
 class ReportCreateSerializer(serializers.Serializer):
-    """What an operator asks for: a stream and a commit-time range [since, until)."""
+    """What an operator asks for: a stream, a commit-time range [since, until) and which reports."""
 
     stream = serializers.PrimaryKeyRelatedField(queryset=Stream.objects.all())
     since = StrictDateTimeField()
     until = StrictDateTimeField()
+    kind = serializers.ChoiceField(choices=Report.Kind.choices, default=Report.Kind.ALL)
 
     def validate(self, attrs: dict) -> dict:
         """Refuse an empty, reversed, too long or future range with a field error."""
@@ -127,7 +128,7 @@ class ReportViewSet(
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         report = report_services.create_report(
-            data["stream"], data["since"], data["until"], by=request.user.get_username()
+            data["stream"], data["since"], data["until"], by=request.user.get_username(), kind=data["kind"]
         )
         return Response(ReportSerializer(report).data, status=status.HTTP_201_CREATED)
 

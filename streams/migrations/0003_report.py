@@ -6,38 +6,98 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('streams', '0002_roles'),
+        ("streams", "0002_roles"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Report',
+            name="Report",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('since', models.DateTimeField(help_text='first commit timestamp included')),
-                ('until', models.DateTimeField(help_text='commit timestamps before this are included')),
-                ('kind', models.CharField(choices=[('all', 'All reports')], default='all', max_length=20)),
-                ('status', models.CharField(choices=[('QUEUED', 'Queued'), ('RUNNING', 'Running'), ('DONE', 'Done'), ('FAILED', 'Failed')], db_index=True, default='QUEUED', max_length=10)),
-                ('progress_done', models.PositiveIntegerField(default=0)),
-                ('progress_total', models.PositiveIntegerField(default=0)),
-                ('step', models.CharField(blank=True, max_length=200)),
-                ('error', models.TextField(blank=True)),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('results', models.JSONField(blank=True, default=dict, help_text='{table name: [row objects]}')),
-                ('assumptions', models.JSONField(blank=True, default=list, help_text='the price model used, with sources')),
-                ('requested_by', models.CharField(help_text='user name or task name', max_length=150)),
-                ('worker', models.CharField(blank=True, help_text='the Celery worker running it', max_length=255)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('output_dir', models.CharField(blank=True, max_length=500)),
-                ('stream', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reports', to='streams.stream')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("since", models.DateTimeField(help_text="first commit timestamp included")),
+                ("until", models.DateTimeField(help_text="commit timestamps before this are included")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("all", "All reports"),
+                            ("throughput", "Throughput"),
+                            ("latency", "Latency"),
+                            ("transactions", "Transaction shape"),
+                            ("churn", "Partition churn"),
+                            ("cost", "Cost"),
+                        ],
+                        default="all",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("QUEUED", "Queued"),
+                            ("RUNNING", "Running"),
+                            ("DONE", "Done"),
+                            ("FAILED", "Failed"),
+                        ],
+                        db_index=True,
+                        default="QUEUED",
+                        max_length=10,
+                    ),
+                ),
+                ("progress_done", models.PositiveIntegerField(default=0)),
+                ("progress_total", models.PositiveIntegerField(default=0)),
+                ("step", models.CharField(blank=True, max_length=200)),
+                ("error", models.TextField(blank=True)),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                (
+                    "results",
+                    models.JSONField(blank=True, default=dict, help_text="{table name: [row objects]}"),
+                ),
+                (
+                    "assumptions",
+                    models.JSONField(
+                        blank=True, default=list, help_text="the price model used, with sources"
+                    ),
+                ),
+                ("requested_by", models.CharField(help_text="user name or task name", max_length=150)),
+                (
+                    "worker",
+                    models.CharField(blank=True, help_text="the Celery worker running it", max_length=255),
+                ),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("output_dir", models.CharField(blank=True, max_length=500)),
+                (
+                    "stream",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="reports",
+                        to="streams.stream",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('until__gt', models.F('since'))), name='report_until_after_since', violation_error_message='the end of the range must be after its start'), models.UniqueConstraint(condition=models.Q(('requested_by', 'schedule_daily_reports_task')), fields=('stream', 'since', 'until'), name='report_one_daily_per_stream_day')],
+                "ordering": ["-created_at", "-id"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("until__gt", models.F("since"))),
+                        name="report_until_after_since",
+                        violation_error_message="the end of the range must be after its start",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("requested_by", "schedule_daily_reports_task")),
+                        fields=("stream", "since", "until"),
+                        name="report_one_daily_per_stream_day",
+                    ),
+                ],
             },
         ),
     ]

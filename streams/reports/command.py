@@ -40,11 +40,19 @@ def price_options() -> list[str]:
     return options
 
 
+def driver_options() -> list[str]:
+    """Return the driver JVM's options: the job's own tuning (spark_tasks/submit.py) when it has one."""
+    try:
+        from spark_tasks.submit import submit_options
+    except ImportError:
+        return ["--driver-memory", settings.CDC_SPARK_DRIVER_MEMORY]
+    return submit_options(settings.CDC_SPARK_DRIVER_MEMORY)
+
+
 def build_command(report, output_dir: Path, lineage: Path) -> list[str]:
     """Return the spark-submit argv that runs the report's job into ``output_dir``."""
     return [
-        spark_submit(), "--master", settings.SPARK_MASTER,
-        "--driver-memory", settings.CDC_SPARK_DRIVER_MEMORY, str(MAIN),
+        spark_submit(), "--master", settings.SPARK_MASTER, *driver_options(), str(MAIN),
         "--input", settings.CDC_LANDING_URI, "--output", str(output_dir),
         "--stream", report.stream.name, "--since", iso(report.since), "--until", iso(report.until),
         "--report", report.kind, "--lineage", str(lineage), *price_options(),

@@ -64,7 +64,9 @@ def api(users):
     def make(role: str | None) -> APIClient:
         client = APIClient()
         if role:
-            client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=users[role]).key}")
+            client.credentials(
+                HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=users[role])[0].key}"
+            )
         return client
 
     return make

@@ -96,3 +96,10 @@ def test_csv_of_an_unknown_or_unnamed_table_is_404_or_400(api, done_report):
 def test_reports_are_in_the_openapi_schema(api, users):
     schema = api("viewer").get("/api/schema/", HTTP_ACCEPT="application/json").json()
     assert {"/api/v1/reports/", "/api/v1/reports/{id}/", "/api/v1/reports/{id}/csv/"} <= set(schema["paths"])
+
+
+def test_an_operator_may_ask_for_one_report_only(api, stream, sent):
+    body = {**BODY, "stream": stream.pk, "kind": "cost"}
+    assert api("operator").post("/api/v1/reports/", body, format="json").json()["kind"] == "cost"
+    bad = api("operator").post("/api/v1/reports/", {**body, "kind": "everything"}, format="json")
+    assert (bad.status_code, list(bad.json())) == (400, ["kind"])

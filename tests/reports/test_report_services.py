@@ -91,6 +91,7 @@ def test_command_runs_main_with_the_range_the_master_and_the_price_model(stream,
     joined = " ".join(argv)
     assert argv[0].endswith("spark-submit")
     assert "--master spark://h:7077 --driver-memory 2g" in joined
+    assert argv.index("--driver-memory") < argv.index(str(command.MAIN))  # JVM options before the script
     assert "--since 2026-11-20T00:00:00Z --until 2026-11-21T00:00:00Z" in joined
     assert "--nodes 3.0 --edition enterprise" in joined
     assert "--node-hour-usd" not in joined  # blank: the edition's list price
