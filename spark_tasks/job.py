@@ -1,8 +1,15 @@
 """Run the selected reports over one stream's landed mods and write their tables.
 
-Steps: list the input files, dedupe the mods and roll them up into change records
-(persisted on disk, so every report reuses one shuffle and the driver's memory stays
-flat), then build, collect and write each table, then ``summary.json``.
+Steps: list the input files, dedupe the mods and roll them up into change records in
+one shuffle of the report columns (the JSON values are never read), persist the
+records, the transactions and the partition activity that several tables share, then
+build, collect and write each table, then ``summary.json``.
+
+The persisted frames are Spark's in-memory columnar cache (compressed column batches,
+spilling to disk only if the heap runs short), so every report reads the deduplicated
+records from memory instead of re-reading Parquet or a disk copy, and the driver's
+memory stays bounded by its heap whatever the input size: only small result tables
+are collected into Python.
 """
 
 from __future__ import annotations
@@ -71,20 +78,26 @@ def load_lineage(spark: SparkSession, args: argparse.Namespace) -> DataFrame | N
     return lineage
 
 
-def totals(records: DataFrame, landed: DataFrame) -> dict:
-    """Return the deduplicated totals and how many landed mods were duplicates."""
+def totals(records: DataFrame, transactions: DataFrame) -> dict:
+    """Return the deduplicated totals and how many landed mods were duplicates.
+
+    One pass over the persisted records (their ``deliveries`` count every landed copy,
+    so the input is not scanned again) and a count of the persisted transactions.
+    """
     columns, rows = collect_table(
         records.agg(
             F.count(F.lit(1)).alias("records"),
             F.coalesce(F.sum("mods"), F.lit(0)).alias("mods"),
             F.coalesce(F.sum("bytes"), F.lit(0)).alias("bytes"),
-            F.countDistinct("stream_name", "server_transaction_id").alias("transactions"),
             F.min("commit_timestamp").alias("first_commit"),
             F.max("commit_timestamp").alias("last_commit"),
+            F.coalesce(F.sum("deliveries"), F.lit(0)).alias("landed_mods"),
         )
     )
     result = dict(zip(columns, rows[0], strict=True))
-    result["landed_mods"] = landed.count()
+    landed = result.pop("landed_mods")
+    result = {**dict(list(result.items())[:3]), "transactions": transactions.count(), **result}
+    result["landed_mods"] = landed
     result["duplicate_mods_removed"] = result["landed_mods"] - result["mods"]
     return result
 
@@ -130,14 +143,17 @@ def _run(spark: SparkSession, args: argparse.Namespace, began: float) -> Path:
     tables = select_tables(args, load_lineage(spark, args))
     total = len(tables) + 2
     progress(1, total, began, f"input {len(files.paths)} files {files.bytes} bytes")
-    landed = read_mods(spark, files.paths, args.since, args.until)
-    mods = dedupe(landed)
-    # Every builder calls to_records(mods) / build_transactions(mods); Spark's cache
-    # manager matches those plans to these persisted ones, so dedupe runs once.
-    cached = [to_records(mods).persist(StorageLevel.DISK_ONLY)]
-    summary = {"settings": settings(args), "totals": totals(cached[0], landed), "tables": {}}
-    if any(t[0] == "transactions" for t in tables):
-        cached.append(build_transactions(mods).persist(StorageLevel.DISK_ONLY))
+    mods = dedupe(read_mods(spark, files.paths, args.since, args.until))
+    # Every builder calls to_records(mods) or build_transactions(mods) and the busiest
+    # partitions build on the partition activity; Spark's cache manager matches those
+    # plans to these persisted ones, so the dedupe shuffle runs once.
+    keep = StorageLevel.MEMORY_AND_DISK_DESER  # cached batches are compressed already
+    records = to_records(mods).persist(keep)
+    transactions = build_transactions(mods).persist(keep)
+    cached = [records, transactions]
+    if any(t[1] == "busiest_partitions" for t in tables):
+        cached.append(build_partition_activity(mods).persist(keep))
+    summary = {"settings": settings(args), "totals": totals(records, transactions), "tables": {}}
     progress(2, total, began, "dedupe")
     for done, (report, name, build) in enumerate(tables, start=3):
         if name == "cost":

@@ -107,14 +107,25 @@ def dedupe(mods: DataFrame) -> DataFrame:
     """Drop mods landed more than once (same DEDUPE_KEY), keeping the earliest read.
 
     Rows are first clustered by the record key, a prefix of DEDUPE_KEY, so that
-    ``to_records`` after this needs no second shuffle. Text fields that a re-delivery
-    repeats verbatim are grouped on rather than aggregated: Spark's hash aggregate
-    cannot hold strings in its buffers and would fall back to sorting every row.
+    ``to_records`` after this needs no second shuffle: the whole dedupe and roll-up is
+    one shuffle of the narrow columns. Text fields that a re-delivery repeats verbatim
+    are grouped on rather than aggregated: Spark's hash aggregate cannot hold strings in
+    its buffers and would fall back to sorting every row. The extra ``deliveries``
+    column counts how often each mod landed, so the job's totals need no second scan.
     """
     same = [c for c in mods.columns if c in SAME_IN_EVERY_DELIVERY]
     others = [c for c in mods.columns if c not in (*DEDUPE_KEY, *same, "read_timestamp")]
-    aggs = [F.min("read_timestamp").alias("read_timestamp"), *(F.first(c).alias(c) for c in others)]
-    return mods.repartition(*RECORD_KEY).groupBy(*DEDUPE_KEY, *same).agg(*aggs).select(*mods.columns)
+    aggs = [
+        F.min("read_timestamp").alias("read_timestamp"),
+        *(F.first(c).alias(c) for c in others),
+        F.count(F.lit(1)).alias("deliveries"),
+    ]
+    return (
+        mods.repartition(*RECORD_KEY)
+        .groupBy(*DEDUPE_KEY, *same)
+        .agg(*aggs)
+        .select(*mods.columns, "deliveries")
+    )
 
 
 def to_records(mods: DataFrame) -> DataFrame:
@@ -122,7 +133,8 @@ def to_records(mods: DataFrame) -> DataFrame:
 
     Columns: the record key, stream_name, table_name, minute (of the commit),
     read_timestamp, mods, inserts, updates, deletes, bytes, the transaction's declared
-    records and partitions, transaction_tag, is_system_transaction.
+    records and partitions, transaction_tag, is_system_transaction, and the mods'
+    ``deliveries`` when ``dedupe`` counted them.
     """
     is_type = lambda t: F.sum(F.when(F.col("mod_type") == t, 1).otherwise(0))  # noqa: E731
     # A record's stream, table and tag are the same on all its mods: grouping on them
@@ -138,6 +150,7 @@ def to_records(mods: DataFrame) -> DataFrame:
         F.first("number_of_records_in_transaction").alias("tx_records"),
         F.first("number_of_partitions_in_transaction").alias("tx_partitions"),
         F.first("is_system_transaction").alias("is_system_transaction"),
+        *([F.sum("deliveries").alias("deliveries")] if "deliveries" in mods.columns else []),
     )
 
 
