@@ -7,7 +7,7 @@ compute the throughput report with pandas in a child process (peak RSS from wait
 Goals (issue 5): 10M in <= 3 minutes, seconds per million at 10M no worse than at 1M,
 driver peak memory flat as the input grows tenfold.
 
-    .venv/bin/python benchmarks/spark_report.py [--sizes 1000000,10000000] [--no-pandas]
+    .venv/bin/python benchmarks/spark_report.py [--sizes 1000000 10000000] [--no-pandas]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -23,6 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from spark_tasks.submit import DRIVER_JAVA_OPTIONS, DRIVER_MEMORY, submit_options  # noqa: E402
+
 BENCH = ROOT / "var" / "bench"
 STREAM = "bench"
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -55,9 +59,20 @@ def rss_by_kind(pid: int) -> dict[str, int]:
     return sizes
 
 
+def children_cpu() -> float:
+    """Return user+sys CPU seconds of this process's waited-for descendants so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_sampled(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, float, dict[str, int]]:
-    """Run cmd, sampling its process tree's memory every 0.2 s; return result, seconds, peaks."""
-    began = time.monotonic()
+    """Run cmd, sampling its process tree's memory every 0.2 s; return result, seconds, peaks.
+
+    ``peaks["cpu_seconds"]`` is the tree's user+sys time (the JVM waits for its Python
+    driver, so RUSAGE_CHILDREN covers both): on a shared machine it is the figure that
+    load from other jobs does not inflate.
+    """
+    began, cpu_before = time.monotonic(), children_cpu()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peaks = {"java": 0, "python": 0}
 
@@ -72,6 +87,7 @@ def run_sampled(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess,
     out, err = proc.communicate()
     seconds = time.monotonic() - began
     sampler.join()
+    peaks["cpu_seconds"] = children_cpu() - cpu_before
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err), seconds, peaks
 
 
@@ -90,7 +106,8 @@ def run_spark(landing: Path, mods: int, args: argparse.Namespace) -> dict:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     cmd = [
         str(Path(sys.executable).with_name("spark-submit")), "--master", args.master,
-        "--driver-memory", args.driver_memory, "spark_tasks/main.py", "--input", str(landing),
+        *submit_options(args.driver_memory, args.driver_java_options), "spark_tasks/main.py",
+        "--input", str(landing),
         "--output", str(out), "--stream", STREAM, "--lineage", str(landing / f"lineage-{STREAM}.json"),
     ]  # fmt: skip
     done, seconds, peaks = run_sampled(cmd, env)
@@ -101,6 +118,8 @@ def run_spark(landing: Path, mods: int, args: argparse.Namespace) -> dict:
     return {
         "wall_seconds": round(seconds, 1),
         "job_seconds": summary["elapsed_seconds"],
+        "cpu_seconds": round(peaks["cpu_seconds"], 1),
+        "load_average": os.getloadavg()[0],
         "driver_jvm_peak_mib": round(peaks["java"] / 2**20),
         "python_driver_peak_mib": round(peaks["python"] / 2**20),
         "mods": summary["totals"]["mods"],
@@ -152,16 +171,19 @@ def run_pandas(landing: Path) -> dict:
     if status != 0:
         raise SystemExit(f"pandas baseline failed: {out}")
     result = json.loads(out.strip().splitlines()[-1])
-    return {"wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024), **result,
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"wall_seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
+            "peak_rss_mib": round(usage.ru_maxrss / 1024), **result,
             "seconds_per_million": round(seconds / (result["mods"] / 1e6), 2)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print one JSON line per size and engine."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default="1000000,10000000")
+    p.add_argument("--sizes", nargs="+", default=["1000000,10000000"], help="mod counts (comma or space)")
     p.add_argument("--master", default="local[*]")
-    p.add_argument("--driver-memory", default="1g")
+    p.add_argument("--driver-memory", default=DRIVER_MEMORY)
+    p.add_argument("--driver-java-options", default=DRIVER_JAVA_OPTIONS, help="'' for the JVM's defaults")
     p.add_argument("--no-pandas", action="store_true")
     p.add_argument("--pandas-worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -169,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         pandas_throughput(args.pandas_worker)
         return 0
     results = []
-    for mods in (int(s) for s in args.sizes.split(",")):
+    for mods in (int(s) for s in ",".join(args.sizes).split(",") if s):
         landing = ensure_landing(mods)
         spark = run_spark(landing, mods, args)
         print(json.dumps({"size": mods, "engine": "spark", **spark}), flush=True)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from spark_tasks.submit import submit_options
+
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
 
@@ -16,7 +18,8 @@ def spark_submit(*args: str) -> subprocess.CompletedProcess:
     """Run spark_tasks/main.py with the project's interpreter on both sides (DESIGN §9)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env.pop("SPARK_MASTER", None)
-    cmd = [str(SPARK_SUBMIT), "--master", "local[2]", "--driver-memory", "512m", "spark_tasks/main.py", *args]
+    options = submit_options(driver_memory="512m")
+    cmd = [str(SPARK_SUBMIT), "--master", "local[2]", *options, "spark_tasks/main.py", *args]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
 
 
