@@ -17,29 +17,49 @@ MEASURES = ("records", "partitions", "mods")
 
 
 def build_transactions(df: DataFrame) -> DataFrame:
-    """Return one row per stream and transaction: declared and landed counts, tag, tables."""
+    """Return one row per stream and transaction: declared and landed counts, tag, tables.
+
+    The records are clustered by transaction once, so both aggregates run in one stage
+    after one shuffle. The tag is a property of the transaction, the same on all its
+    records: grouping on it keeps the aggregates hash-based (a ``first`` of a string
+    would make Spark sort every record, twice).
+    """
+    tx = ("stream_name", "server_transaction_id")
     per_partition = (
         to_records(df)
-        .groupBy("stream_name", "server_transaction_id", "partition_token")
+        .repartition(*tx)
+        .groupBy(*tx, "transaction_tag", "partition_token")
         .agg(
             F.count(F.lit(1)).alias("landed_records"),
             F.sum("mods").alias("mods"),
             F.sum("bytes").alias("bytes"),
             F.max("tx_records").alias("records"),
             F.max("tx_partitions").alias("partitions"),
-            F.first("transaction_tag").alias("transaction_tag"),
             F.max(F.col("is_system_transaction").cast("int")).alias("system"),
         )
     )
-    return per_partition.groupBy("stream_name", "server_transaction_id").agg(
-        F.max("records").alias("records"),
-        F.max("partitions").alias("partitions"),
-        F.sum("landed_records").alias("landed_records"),
-        F.count(F.lit(1)).alias("landed_partitions"),
-        F.sum("mods").alias("mods"),
-        F.sum("bytes").alias("bytes"),
-        F.first("transaction_tag").alias("transaction_tag"),
-        F.max("system").alias("system"),
+    return (
+        per_partition.groupBy(*tx, "transaction_tag")
+        .agg(
+            F.max("records").alias("records"),
+            F.max("partitions").alias("partitions"),
+            F.sum("landed_records").alias("landed_records"),
+            F.count(F.lit(1)).alias("landed_partitions"),
+            F.sum("mods").alias("mods"),
+            F.sum("bytes").alias("bytes"),
+            F.max("system").alias("system"),
+        )
+        .select(
+            *tx,
+            "records",
+            "partitions",
+            "landed_records",
+            "landed_partitions",
+            "mods",
+            "bytes",
+            "transaction_tag",
+            "system",
+        )  # fmt: skip
     )
 
 
