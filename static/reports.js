@@ -52,8 +52,9 @@
       if (!g.length) return empty("chart-shape-" + m, "No transactions.");
       Plotly.newPlot("chart-shape-" + m, [{ type: "bar", name: m, x: g.map(function (r) { return r.value; }),
         y: g.map(function (r) { return r.transactions; }) }],
-        layout({ title: { text: m + " per transaction", font: { size: 12 } }, showlegend: false,
-          margin: { l: 48, r: 8, t: 32, b: 32 }, xaxis: { type: "category" } }), CONFIG);
+        layout({ showlegend: false, margin: { l: 48, r: 8, t: 16, b: 44 },
+          xaxis: { type: "category", title: { text: m + " per transaction", font: { size: 12 } } } }),
+        Object.assign({}, CONFIG, { displayModeBar: false }));
     });
   }
 
