@@ -194,6 +194,12 @@ CDC_PRICE_MODEL = {
     "cpu_share_read_high": env_float("CDC_PRICE_CPU_SHARE_READ_HIGH", 0.30),
     "overhead_factor": env_str("CDC_PRICE_OVERHEAD_FACTOR", ""),
 }
+# Shown beside the cost for comparison only (DESIGN §10): a Dataflow reader's list prices.
+CDC_DATAFLOW_PRICES = {
+    "vcpu_hour_usd": env_float("CDC_DATAFLOW_VCPU_HOUR_USD", 0.069),
+    "gb_hour_usd": env_float("CDC_DATAFLOW_GB_HOUR_USD", 0.003557),
+    "gib_processed_usd": env_float("CDC_DATAFLOW_GIB_PROCESSED_USD", 0.018),
+}
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")

@@ -30,6 +30,7 @@ from partitions.models import Partition
 from streams.models import Report, Stream
 from streams.reports.command import build_command, export_lineage, spark_env
 from streams.reports.output import load_results, parse_line, readable_error
+from streams.reports.reader import reader_assumptions
 
 S = Report.Status
 # Progress is written at most this often (plus the first and the last step): a job of
@@ -128,6 +129,7 @@ def run_report(report: Report, worker: str = "") -> Report:
         if summary_path is None:
             return finish(report, S.FAILED, error=reason)
         summary, results, assumptions = load_results(summary_path)
+        assumptions += reader_assumptions(report)
     except Exception as error:  # noqa: BLE001 - whatever broke, the report must not stay RUNNING
         return finish(report, S.FAILED, error=f"{type(error).__name__}: {error}"[:2000])
     done = report.progress_total or report.progress_done

@@ -13,6 +13,7 @@ from streams import report_services
 from streams.models import Report
 from streams.reports import command
 from streams.reports.output import parse_line, readable_error
+from streams.reports.reader import reader_assumptions
 from streams.tasks import fail_reports_of_previous_run, run_report_task
 
 S = Report.Status
@@ -129,6 +130,9 @@ def test_a_job_streams_progress_and_its_tables_are_stored(fake_spark, running_re
         "throughput": [{"table_name": "Orders", "mods": 5}, {"table_name": "Items", "mods": 2}]
     }
     assert report.assumptions[0]["note"] == "list price, verify for your contract"
+    extra = {a["name"]: a for a in report.assumptions}
+    assert extra["dataflow_vcpu_hour_usd"]["value"] == 0.069
+    assert extra["reader_queries_per_day"]["value"] == 0  # no partitions in this test
     assert report.summary["tables"]["throughput"]["columns"] == ["table_name", "mods"]
 
 
@@ -190,3 +194,15 @@ def test_daily_reports_cover_yesterday_once_per_stream_with_data(stream, django_
         datetime(2026, 11, 21, tzinfo=UTC),
         now.replace(minute=0, hour=0),
     )
+
+
+def test_reader_volume_follows_the_open_partitions_and_the_window(stream, done_report):
+    # given two partitions open over the whole day and one over half of it, 60 s windows
+    since = done_report.since
+    for token, hours in (("a", 24), ("b", 24), ("c", 12)):
+        Partition.objects.create(stream=stream, token=token, start_at=since - timedelta(hours=1),
+                                 end_at=since + timedelta(hours=hours), watermark=since)  # fmt: skip
+    rows = {a["name"]: a["value"] for a in reader_assumptions(done_report)}
+    assert rows["open_partitions"] == 2.5
+    assert rows["reader_queries_per_day"] == 2.5 * 86_400 / 60
+    assert rows["idle_heartbeats_per_day"] == 2.5 * 86_400 / 10

@@ -109,7 +109,13 @@ def test_worker_report_has_churn_from_the_lineage_and_a_priced_cost(worker_run):
     assert {"storage_usd_per_gib_month", "node_hour_usd", "retention_days"} <= {
         a["name"] for a in report.assumptions
     }
-    assert all(a["note"] == "list price, verify for your contract" for a in report.assumptions)
+    notes = {a["name"]: a["note"] for a in report.assumptions}
+    assert (
+        notes["storage_usd_per_gib_month"]
+        == notes["dataflow_vcpu_hour_usd"]
+        == "list price, verify for your contract"
+    )
+    assert notes["reader_queries_per_day"] == "measured"
 
 
 def apply_report(stream, since, until, kind=Report.Kind.ALL) -> Report:
