@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "partitio
 
 from changestream_wire import googlesql_value, partial_result_sets, postgresql_value, random_records  # noqa: E402
 
+from partitions.changestream.decode import GoogleSqlDecoder  # noqa: E402
 from partitions.changestream.parse import (  # noqa: E402
-    GoogleSqlDecoder,
     decode_postgresql_value,
     parse_googlesql_row,
     parse_postgresql_row,

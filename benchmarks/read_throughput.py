@@ -33,7 +33,8 @@ from google.protobuf import struct_pb2
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from partitions.changestream.parse import GoogleSqlDecoder, decode_postgresql_value  # noqa: E402
+from partitions.changestream.decode import GoogleSqlDecoder  # noqa: E402
+from partitions.changestream.parse import decode_postgresql_value  # noqa: E402
 from partitions.changestream.query import build_query  # noqa: E402
 from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord  # noqa: E402
 from partitions.changestream.times import format_time  # noqa: E402

@@ -12,6 +12,7 @@ import pytest
         "partitions.changestream.records",
         "partitions.changestream.query",
         "partitions.changestream.parse",
+        "partitions.changestream.decode",
         "partitions.changestream.reader",
         "partitions.simulator.server",
         "spark_tasks",

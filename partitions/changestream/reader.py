@@ -23,6 +23,7 @@ from google.cloud.spanner_admin_database_v1 import DatabaseDialect
 from google.cloud.spanner_v1 import StructType, TypeCode
 
 from . import schema
+from .decode import GoogleSqlDecoder
 from .errors import (
     ChangeRecordError,
     ChangeStreamError,
@@ -30,7 +31,7 @@ from .errors import (
     RetryableSpannerError,
     SpannerError,
 )
-from .parse import GoogleSqlDecoder, decode_postgresql_value
+from .parse import decode_postgresql_value
 from .query import GOOGLESQL, POSTGRESQL, build_query
 from .records import ChangeRecord
 

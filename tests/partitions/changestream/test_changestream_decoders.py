@@ -9,10 +9,9 @@ from changestream_wire import client_rows, googlesql_value, postgresql_value, ra
 from google.api_core.datetime_helpers import DatetimeWithNanoseconds
 from google.cloud.spanner_v1.data_types import JsonObject
 
+from partitions.changestream.decode import GoogleSqlDecoder, decode_googlesql_value
 from partitions.changestream.errors import ChangeRecordError
 from partitions.changestream.parse import (
-    GoogleSqlDecoder,
-    decode_googlesql_value,
     decode_postgresql_value,
     parse_googlesql_row,
     parse_postgresql_row,

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import pytest
 from changestream_wire import client_rows, googlesql_value, postgresql_value
 
+from partitions.changestream.decode import decode_googlesql_value
 from partitions.changestream.parse import (
-    decode_googlesql_value,
     decode_postgresql_value,
     parse_googlesql_row,
     parse_postgresql_row,
