@@ -11,6 +11,13 @@ backlog of the simulator (a subprocess, over gRPC) is read to its end timestamp:
 - lag-sample rows per stream-day, by running a simulated 30 days of 10 s samples
   through the downsampling tiers.
 
+Beside them, the reader-only rate: `manage.py tail_change_stream` (read_throughput.py's
+(c)) over the same backlog of the same simulator. It runs twice before the workers
+start: the simulator generates each second on first use and caches it, so the first
+pass warms it (as read_throughput.py does) and every measured run finds it warm;
+without that the 1-worker run alone paid the generation (2,265 rec/s cold against
+5,835 rec/s for 2 workers warm: a "2.6x" speed-up on 2 cores).
+
 Run: .venv/bin/python benchmarks/pipeline_throughput.py [--minutes 5] [--tps 100] [--window 60]
 The embedded setup by default; DATABASE_URL / CELERY_BROKER_URL switch it as for the app.
 """
@@ -109,6 +116,21 @@ def setup_django(bench: Bench) -> None:
     django.setup()
 
 
+def reader_only(bench: Bench, start: datetime) -> dict:
+    """Tail [start, start + minutes] with tail_change_stream (twice: warm, then measured)."""
+    end = start + timedelta(minutes=bench.args.minutes)
+    args = [sys.executable, "manage.py", "tail_change_stream", "--project", "b", "--instance", "b",
+            "--database", "demo-db", "--stream", "Changes", "--emulator-host", f"127.0.0.1:{bench.port}",
+            "--start", start.isoformat(), "--end", end.isoformat()]  # fmt: skip
+    for _ in range(2):
+        began = time.monotonic()
+        out = subprocess.run(args, cwd=ROOT, env=bench.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, check=True)  # fmt: skip
+        elapsed = time.monotonic() - began
+    records = int(dict(item.split("=") for item in out.stderr.split())["data_records"])
+    return {"records": records, "seconds": elapsed, "rate": records / elapsed}
+
+
 def catch_up(bench: Bench, name: str, start: datetime, workers: int) -> dict:
     """Read [start, start + minutes] with `workers` worker processes; return the measurements."""
     from streams.models import Stream
@@ -202,6 +224,8 @@ def main() -> None:
         bench.start_simulator()
         setup_django(bench)
         start = (datetime.now(UTC) - timedelta(minutes=30 + 2 * args.minutes)).replace(microsecond=0)
+        tail = reader_only(bench, start)
+        print(f"reader only (tail_change_stream): {tail}", flush=True)
         results = {}
         for workers in (1, 2):
             results[workers] = catch_up(bench, f"bench-{workers}w", start, workers)
@@ -209,19 +233,22 @@ def main() -> None:
         written, kept = lag_rows_per_stream_day()
     finally:
         bench.stop()
-    report(args, results, written, kept)
+    report(args, tail, results, written, kept)
 
 
-def report(args, results: dict, written: int, kept: int) -> None:
+def report(args, tail: dict, results: dict, written: int, kept: int) -> None:
     one, two = results[1], results[2]
     print(f"\nbacklog {args.minutes:g} min at {args.tps:g} tps, window {args.window}s, split/merge every "
           f"{args.split_every}; {one['partitions']} partitions")  # fmt: skip
+    print(f"  reader only (tail_change_stream, warm simulator): {tail['records']} records in "
+          f"{tail['seconds']:.1f}s = {tail['rate']:.0f} rec/s")  # fmt: skip
     for n, r in results.items():
         print(
             f"  {n} worker(s): {r['records']} records in {r['seconds']:.1f}s = {r['rate']:.0f} rec/s;"
             f" {r['windows']} windows; child scheduling p50 {r['p50'] * 1000:.0f} ms,"
             f" p95 {r['p95'] * 1000:.0f} ms; {r['rows_per_partition_hour']:.0f} DB rows per partition-hour"
         )
+    print(f"  1 worker / reader only: {one['rate'] / tail['rate']:.2f}")
     print(f"  speed-up with 2 workers: {two['rate'] / one['rate']:.2f}x")
     print(f"  lag samples: {written} rows written per stream-day; {kept} kept per stream at steady state")
 
