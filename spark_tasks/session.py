@@ -52,6 +52,9 @@ def build_session(
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.files.maxPartitionBytes", str(128 << 20))
         .config("spark.sql.files.openCostInBytes", str(FILE_OPEN_COST))
+        # the job passes the listed files themselves: above 32 paths Spark would start
+        # a job with one task per file just to list them (2,486 tasks at 10M mods)
+        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         .config("spark.memory.fraction", "0.75")
         # applies when this call starts the JVM (tests, plain Python); under spark-submit
         # the JVM runs already and takes its flags from submit_options()
