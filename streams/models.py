@@ -56,7 +56,11 @@ class Stream(models.Model):
     )
     start_at = models.DateTimeField(default=timezone.now)
     end_at = models.DateTimeField(null=True, blank=True)
-    window_seconds = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1)])
+    # At most a day: a longer window only delays checkpoints, and an unbounded value
+    # overflowed PostgreSQL's integer column (found by schemathesis).
+    window_seconds = models.PositiveIntegerField(
+        default=60, validators=[MinValueValidator(1), MaxValueValidator(86_400)]
+    )
     emulator_host = models.CharField(
         max_length=200, blank=True, help_text="host:port of an emulator; blank means the settings' value"
     )

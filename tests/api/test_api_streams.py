@@ -80,6 +80,7 @@ def test_an_operator_creates_a_stream_that_has_not_started(operator, db):
         ({"start_at": "yesterday"}, "start_at"),
         ({"project": ""}, "project"),
         ({"window_seconds": 0}, "window_seconds"),
+        ({"window_seconds": 2**31}, "window_seconds"),
     ],
 )
 def test_invalid_streams_are_refused_with_field_errors(operator, stream, fields, field):

@@ -133,8 +133,8 @@ class Command(BaseCommand):
             raise refuse(
                 f"--end ({format_time(stream.end_at)}) must be after --start ({format_time(stream.start_at)})"
             )
-        if stream.window_seconds < 1:
-            raise refuse(f"--window-seconds must be at least 1, got {stream.window_seconds}")
+        if not 1 <= stream.window_seconds <= 86_400:
+            raise refuse(f"--window-seconds must be between 1 and 86,400, got {stream.window_seconds}")
         if stream.emulator_host and not HOST_PORT.match(stream.emulator_host):
             raise refuse(f"--emulator-host must be host:port, got {stream.emulator_host!r}")
         try:
