@@ -204,6 +204,9 @@ def test_operator_watches_pauses_and_resumes_a_running_stream(
     ]  # fmt: skip
     _shot(driver, "resumed.png")
     # and a partition's page opens from the table
-    driver.find_element(By.CSS_SELECTOR, "#partition-table tbody a").click()
+    # (the table refreshes itself every few seconds, so read the link in one step rather
+    # than holding an element that a swap can replace between find and click)
+    href = driver.execute_script("return document.querySelector('#partition-table tbody a').href")
+    driver.get(href)
     _until(driver, "the watermark chart", lambda d: d.execute_script(POINTS_JS, "watermark-chart") >= 2, 30)
     _shot(driver, "partition.png")
