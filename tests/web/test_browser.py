@@ -126,7 +126,12 @@ def _until(driver, what, check, timeout=60):
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.3).until(lambda d: check(d))
+        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+        # Live refresh swaps parts of the page: an element read mid-swap is simply read again.
+        ignored = (NoSuchElementException, StaleElementReferenceException)
+        wait = WebDriverWait(driver, timeout, poll_frequency=0.3, ignored_exceptions=ignored)
+        return wait.until(lambda d: check(d))
     except Exception:
         driver.save_screenshot(str(ARTIFACTS / "failure.png"))
         pytest.fail(f"timed out waiting for {what}")
@@ -136,6 +141,19 @@ def _shot(driver, name: str) -> None:
     height = driver.execute_script("return document.body.scrollHeight")
     driver.set_window_size(1440, max(900, min(height + 40, 6000)))
     driver.save_screenshot(str(ARTIFACTS / name))
+
+
+def _click(driver, by, selector: str, attempts: int = 5) -> None:
+    """Click an element, finding it again if a live refresh replaced it in between."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for attempt in range(attempts):
+        try:
+            driver.find_element(by, selector).click()
+            return
+        except StaleElementReferenceException:
+            if attempt == attempts - 1:
+                raise
 
 
 def _state(driver) -> str:
@@ -148,11 +166,11 @@ def _act(driver, action: str) -> None:
     """Click an action button, confirm in its dialog, and wait for the page that follows."""
     from selenium.webdriver.common.by import By
 
-    driver.find_element(By.CSS_SELECTOR, f'[data-open-dialog="dlg-{action}"]').click()
+    _click(driver, By.CSS_SELECTOR, f'[data-open-dialog="dlg-{action}"]')
     _until(
         driver, f"the {action} dialog", lambda d: d.find_element(By.ID, f"dlg-{action}").is_displayed(), 10
     )
-    driver.find_element(By.CSS_SELECTOR, f'#dlg-{action} [data-confirm="{action}"]').click()
+    _click(driver, By.CSS_SELECTOR, f'#dlg-{action} [data-confirm="{action}"]')
     _until(driver, "the action's message", lambda d: d.find_elements(By.CSS_SELECTOR, ".message"), 30)
 
 
@@ -169,13 +187,13 @@ def test_operator_watches_pauses_and_resumes_a_running_stream(
     driver.find_element(By.NAME, "password").send_keys(password)
     driver.find_element(By.CSS_SELECTOR, "button[type=submit].btn-primary").click()
     # when they open the overview, then the stream's row shows its state and lag
-    row = _until(
-        driver, "the stream's row", lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-stream="demo"]')
+    row_text = _until(
+        driver, "the stream's row", lambda d: d.find_element(By.CSS_SELECTOR, 'tr[data-stream="demo"]').text
     )
-    assert "RUNNING" in row[0].text or "STARTING" in row[0].text
+    assert "RUNNING" in row_text or "STARTING" in row_text
     _shot(driver, "overview.png")
     # when they open the stream page, then the lineage and lag charts have data
-    row[0].find_element(By.LINK_TEXT, "demo").click()
+    _click(driver, By.CSS_SELECTOR, 'tr[data-stream="demo"] a')
     _until(driver, "lineage points", lambda d: d.execute_script(POINTS_JS, "lineage-chart") > 8, 60)
     _until(driver, "lag points", lambda d: d.execute_script(POINTS_JS, "lag-chart") >= 3, 60)
     _until(
