@@ -338,16 +338,21 @@ def _is_canonical(r: DataChangeRecord) -> bool:
     )  # fmt: skip
 
 
-# table name -> (decoded column_types list, built tuple). A table's column types repeat in
-# nearly every record, and comparing two decoded lists runs in C: far cheaper than
-# building and checking the ColumnType objects again.
-_PG_COLUMN_TYPES: dict[Any, tuple[Any, tuple[ColumnType, ...]]] = {}
+# table name -> recent (decoded column_types list, built tuple) variants. A table's column
+# types repeat across records (with OLD_AND_NEW_VALUES they vary with the columns a
+# change touched, so a few variants per table), and comparing two decoded lists runs in
+# C: far cheaper than building and checking the ColumnType objects again.
+_PG_COLUMN_TYPES: dict[str, list[tuple[Any, tuple[ColumnType, ...]]]] = {}
+_PG_VARIANTS_PER_TABLE = 32
+_PG_TABLES = 1024
 
 
 def _canonical_column_types(items: Any, table: Any) -> tuple[ColumnType, ...]:
-    cached = _PG_COLUMN_TYPES.get(table)
-    if cached is not None and cached[0] == items:
-        return cached[1]
+    variants = _PG_COLUMN_TYPES.get(table)
+    if variants is not None:
+        for known, built in variants:
+            if known == items:
+                return built
     column_types = tuple(
         ColumnType(c["name"], c["type"], c["is_primary_key"], c["ordinal_position"]) for c in items
     )
@@ -357,8 +362,12 @@ def _canonical_column_types(items: Any, table: Any) -> tuple[ColumnType, ...]:
         for c in column_types
     ):  # fmt: skip
         raise _NotCanonical
-    if type(table) is str and len(_PG_COLUMN_TYPES) < 4096:
-        _PG_COLUMN_TYPES[table] = (items, column_types)
+    if variants is None and type(table) is str and len(_PG_COLUMN_TYPES) < _PG_TABLES:
+        variants = _PG_COLUMN_TYPES[table] = []
+    if variants is not None:
+        if len(variants) >= _PG_VARIANTS_PER_TABLE:
+            variants.pop(0)
+        variants.append((items, column_types))
     return column_types
 
 
