@@ -5,7 +5,8 @@ consumer in another process can move and read it in between, get an empty payloa
 stop the whole worker ("Unrecoverable error: JSONDecodeError"), losing the message.
 Measured here: it killed a test worker within a few hundred cross-process enqueues.
 This transport writes to a hidden temporary name and renames it into place, so a
-consumer only ever sees complete messages.
+consumer only ever sees complete messages. cdcweb/settings.py selects it
+(CELERY_BROKER_TRANSPORT) whenever the broker URL is filesystem://.
 """
 
 from __future__ import annotations
@@ -14,18 +15,15 @@ import os
 import uuid
 from time import monotonic
 
-from kombu.transport import TRANSPORT_ALIASES, filesystem
+from kombu.transport import filesystem
 from kombu.utils.json import dumps
-
-ALIAS = "filesystem"
-PATH = "partitions.broker:Transport"
 
 
 class Channel(filesystem.Channel):
     """A filesystem channel whose messages appear in the queue folder complete or not at all."""
 
     def _put(self, queue, payload, **kwargs):
-        """Write the message to a temporary file, fsync it, then rename it into the queue."""
+        """Write the message to a temporary file, then rename it into the queue."""
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         # Other names in the folder are ignored by _get: it only takes '<id>.<queue>.msg'.
@@ -42,8 +40,3 @@ class Transport(filesystem.Transport):
     """The filesystem transport, with atomic writes."""
 
     Channel = Channel
-
-
-def install() -> None:
-    """Make 'filesystem://' mean this transport in this process."""
-    TRANSPORT_ALIASES[ALIAS] = PATH

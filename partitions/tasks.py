@@ -13,13 +13,8 @@ from django.db import OperationalError
 
 from streams.models import Stream
 
-from . import broker, lag, scheduling, services, stalls
+from . import lag, scheduling, services, stalls
 from .models import Partition
-
-# Every process that sends or consumes these tasks imports this module before it
-# connects, so the embedded broker's atomic-write fix applies everywhere (settings may
-# also name it as CELERY_BROKER_TRANSPORT; see partitions/broker.py for why).
-broker.install()
 
 # A locked SQLite file or a dropped PostgreSQL connection: the same call may succeed later.
 TRANSIENT = (OperationalError,)

@@ -6,13 +6,8 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from partitions import broker
 from streams import report_services
 from streams.models import Report
-
-# Sending a task from a process that never imported partitions.tasks must still use
-# the embedded broker's atomic writes (see partitions/broker.py).
-broker.install()
 
 
 @shared_task(bind=True, acks_late=True)
