@@ -145,6 +145,16 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
+# Polled read-only API answers are served from the cache for this long (0 turns it off);
+# see streams/api/cache.py. Local memory per process unless CACHE_URL names a shared one.
+API_CACHE_SECONDS = env_float("CDC_API_CACHE_SECONDS", 1.0)
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL", "")}
+        if env_str("CACHE_URL", "")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 1000}}
+    )
+}
 SPECTACULAR_SETTINGS = {
     "TITLE": "cdcweb API",
     "DESCRIPTION": "Run and watch change-data-capture streams read from Spanner change streams.",

@@ -22,3 +22,13 @@ def simulator():
         yield server
     finally:
         server.stop(grace=0.5)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """Start every test with an empty cache: the API's cached answers must not cross tests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()

@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import viewsets
 
 from partitions.models import Partition, PartitionEdge
+from streams.api.cache import CachedReadMixin
 from streams.api.views import STREAM_PK, StreamChildViewSet
 
 from .filtersets import PartitionFilterSet
@@ -25,7 +26,7 @@ def partition_rows():
     )
 
 
-class PartitionViewSet(viewsets.ReadOnlyModelViewSet):
+class PartitionViewSet(CachedReadMixin, viewsets.ReadOnlyModelViewSet):
     """Partitions of every stream; one partition with its parent and child tokens."""
 
     queryset = partition_rows()

@@ -14,6 +14,7 @@ from streams import actions
 from streams.models import Stream, StreamError, StreamTransition
 from streams.transitions import TransitionNotAllowed
 
+from .cache import CachedReadMixin
 from .filtersets import StreamErrorFilterSet, StreamFilterSet
 from .serializers import (
     ActionSerializer,
@@ -60,7 +61,7 @@ def _act(view, request, do) -> Response:
     lineage=extend_schema(parameters=WINDOW, responses=LineageSerializer),
     lag=extend_schema(parameters=WINDOW, responses=LagPointSerializer(many=True)),
 )
-class StreamViewSet(viewsets.ModelViewSet):
+class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
     """Change streams: list, create, read, change, delete; start, pause, resume, recover."""
 
     queryset = annotate_status(Stream.objects.all()).order_by("name")
@@ -110,7 +111,7 @@ class StreamViewSet(viewsets.ModelViewSet):
         return Response(queries.lag_series(stream, **window))
 
 
-class StreamChildViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+class StreamChildViewSet(CachedReadMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     """Base of the lists nested under one stream (/streams/{stream_pk}/...)."""
 
     def get_stream(self) -> Stream:

@@ -1,0 +1,133 @@
+"""A short server-side cache of the API's read-only JSON answers, for dashboards that poll.
+
+Fifty open dashboards poll the same handful of URLs every few seconds; each answer
+costs 10-40 ms of aggregates over 10,000 partitions. Within API_CACHE_SECONDS (1 s by
+default) the same URL is answered from Django's cache instead.
+
+What keeps it correct:
+- The lookup runs after authentication, permissions and content negotiation
+  (APIView.initial), so an anonymous request still gets 401 and a user without the
+  read permission 403, whatever is cached. Every reader may read every stream, so
+  one answer serves all of them.
+- Only 200 answers rendered as JSON are stored (never the browsable API, which shows
+  the user and a CSRF token), keyed by the absolute URL (pagination links carry the
+  host) and the media type.
+- Every stored answer carries the cache's generation; saving or deleting a stream
+  (a state transition, an edit through the API or the admin) starts a new
+  generation, and again once the transaction commits, so a client that pauses a stream and then
+  reads it sees the new state. With the default local-memory cache that holds within
+  one process; other processes see it within API_CACHE_SECONDS (or at once with a
+  shared cache, CACHE_URL=redis://...). Partition progress written by the workers is
+  at most API_CACHE_SECONDS old.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from django.conf import settings
+from django.core.cache import caches
+from django.db import transaction
+from django.http import HttpResponse
+from rest_framework.response import Response
+
+GENERATION_KEY = "api:generation"
+
+
+def _cache():
+    return caches["default"]
+
+
+def enabled() -> bool:
+    """Return True if answers are cached at all (API_CACHE_SECONDS > 0)."""
+    return settings.API_CACHE_SECONDS > 0
+
+
+def key_for(request) -> str | None:
+    """Return the cache key of a cacheable request (a GET answered as JSON), else None."""
+    renderer = getattr(request, "accepted_renderer", None)
+    if not enabled() or request.method != "GET" or renderer is None or renderer.format != "json":
+        return None
+    url = f"{request.build_absolute_uri()}|{request.accepted_media_type}"
+    return "api:answer:" + hashlib.sha256(url.encode()).hexdigest()
+
+
+def lookup(key: str) -> tuple[HttpResponse | None, str]:
+    """Return (the stored answer if it is of the current generation, the generation); one cache read.
+
+    The caller stores its fresh answer under the generation returned here, read
+    before it queried: an answer computed while a stream changed is then never
+    mistaken for one of the new generation.
+    """
+    cache = _cache()
+    found = cache.get_many([GENERATION_KEY, key])
+    generation = found.get(GENERATION_KEY)
+    if generation is None:
+        cache.add(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
+        generation = cache.get(GENERATION_KEY)
+    stored = found.get(key)
+    if stored is None or stored[0] != generation:
+        return None, generation
+    _, status, content_type, content = stored
+    return HttpResponse(content, status=status, content_type=content_type), generation
+
+
+def store(key: str, generation: str, response: Response) -> None:
+    """Keep a rendered 200 answer for API_CACHE_SECONDS (a post-render callback)."""
+    if response.status_code != 200:
+        return
+    value = (generation, response.status_code, response["Content-Type"], response.content)
+    _cache().set(key, value, timeout=settings.API_CACHE_SECONDS)
+
+
+def invalidate() -> None:
+    """Start a new generation: every answer stored before is ignored from now on."""
+    _cache().set(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
+
+
+def invalidate_on_commit(**_signal) -> None:
+    """Invalidate now and again once the transaction commits (a receiver of Stream saves).
+
+    Now, for the writer's own next read even inside an outer transaction; on commit,
+    because an answer computed in between still read the old rows.
+    """
+    if enabled():
+        invalidate()
+        transaction.on_commit(invalidate)
+
+
+class _CachedAnswer(Exception):  # noqa: N818 - control flow, not an error
+    """Raised by initial() to skip the handler; handle_exception returns the answer."""
+
+    def __init__(self, response: HttpResponse) -> None:
+        super().__init__()
+        self.response = response
+
+
+class CachedReadMixin:
+    """Answer repeated GETs of a viewset from the cache; see the module docstring for the rules."""
+
+    def initial(self, request, *args, **kwargs):
+        """Authenticate, check permissions and negotiate, then answer from the cache if it can."""
+        super().initial(request, *args, **kwargs)
+        self.api_cache_key = key_for(request)
+        if self.api_cache_key is not None:
+            response, self.api_cache_generation = lookup(self.api_cache_key)
+            if response is not None:
+                raise _CachedAnswer(response)
+
+    def handle_exception(self, exc):
+        """Return a cached answer as is; handle real exceptions as DRF does."""
+        if isinstance(exc, _CachedAnswer):
+            return exc.response
+        return super().handle_exception(exc)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        """Store a fresh 200 JSON answer once it has been rendered."""
+        response = super().finalize_response(request, response, *args, **kwargs)
+        key = getattr(self, "api_cache_key", None)
+        if key is not None and isinstance(response, Response) and response.status_code == 200:
+            generation = self.api_cache_generation
+            response.add_post_render_callback(lambda rendered: store(key, generation, rendered))
+        return response
