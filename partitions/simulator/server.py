@@ -201,7 +201,7 @@ class SimulatorServer:
         batch: list[bytes] = []
         size = 0
         token = position.encode()
-        sent_any = False
+        sent_any = ended_by_child = False
         for item in items:
             if batch and (item.ts_us > _now_us() or len(batch) >= cfg.batch_rows or size >= cfg.batch_bytes):
                 yield from self._message(head, batch, token, faults, entry, context)
@@ -212,8 +212,14 @@ class SimulatorServer:
             batch.append(value)
             size += len(value)
             token = item.position.encode()
+            ended_by_child = item.kind == CHILD
         if batch or not sent_any:
             yield from self._message(head, batch, token, faults, entry, context)
+        # Spanner keeps a query open until its end timestamp even when no record or
+        # heartbeat falls due before it; ending earlier let a reader take the end as its
+        # watermark and start its next window in the future (INVALID_ARGUMENT).
+        if spec.end_us is not None and not ended_by_child:
+            self._wait_until(spec.end_us, context)
 
     def _value(self, item, dialect: str, faults: StreamFaults) -> bytes:
         if item.kind == DATA:

@@ -187,3 +187,15 @@ def test_live_query_releases_records_as_the_clock_reaches_them(simulator, reader
     # then it took until the end time and heartbeats kept coming while idle
     assert datetime.now(UTC) >= end - timedelta(milliseconds=50)
     assert "heartbeat_record" in {kind for kind, _ in (normalize(v, GSQL) for v in rows)} or len(rows) > 2
+
+
+def test_live_query_stays_open_until_its_end_even_with_no_heartbeat_due(simulator, reader):
+    # given a partition live now, read to two seconds ahead with heartbeats far apart
+    now = datetime.now(UTC)
+    token = simulator.topology.live_at(to_us(now))[0].token
+    end = now + timedelta(seconds=2)
+    # when the query runs
+    reader.rows("demo-db", GSQL, now - timedelta(seconds=1), end, token, 10_000)
+    # then it ended only once the clock reached its end, as Spanner's does: a reader
+    # that takes the end as its new watermark must never start the next window in the future
+    assert datetime.now(UTC) >= end - timedelta(milliseconds=50)
