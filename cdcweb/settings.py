@@ -127,6 +127,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 
+# ModelBackend's permissions in one query, not two (every API request checks one).
+AUTHENTICATION_BACKENDS = ["cdcweb.auth.OneQueryModelBackend"]
+
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {
     # Token first: an anonymous request then gets 401 with WWW-Authenticate, not 403.
