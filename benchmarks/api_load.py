@@ -1,167 +1,253 @@
-"""The API under 50 concurrent clients on gunicorn over loopback, while a writer mimics the pipeline.
+"""The API under 50 concurrent clients on gunicorn over loopback, while a live stream is being read.
 
-    .venv/bin/python benchmarks/api_load.py [--database-url URL] [--clients 50] [--seconds 30]
-        [--workers 3] [--threads 4] [--port 8765]
+    flock /tmp/bench.lock .venv/bin/python benchmarks/api_load.py [--database-url URL]
+        [--clients 50] [--seconds 30] [--workers 2] [--threads 8] [--port 8765]
+        [--broker-url redis://127.0.0.1:6379/3] [--cache-url URL] [--cache-seconds 1] [--tps 20]
 
-Starts gunicorn (gthread workers) on 127.0.0.1, then runs --clients threads, each
-a keep-alive HTTP client looping over the dashboard's polling mix for --seconds,
-while one writer thread checkpoints partitions and stores lag samples as the
-pipeline does. Prints requests/s, latency percentiles and errors (non-2xx or
-failed connections). Bounded: loopback only, one run of --seconds.
+1. The benchmark database (api_bench_db.py) holds bench-10k: 10,000 partitions and
+   30 days of lag samples (PAUSED here, so that the workers leave its made-up
+   partitions alone).
+2. The real pipeline runs beside it on the same database: the Spanner simulator
+   (live, --tps transactions a second, 2 root partitions, a split and a merge every
+   10 minutes), a Celery worker with --readers processes and Celery beat, with
+   Redis as broker, reading a new stream bench-live (--window seconds a window)
+   from a minute ago onwards; the run waits until it has read records.
+3. gunicorn (gthread) serves cdcweb on 127.0.0.1; wrk (benchmarks/api_load.lua)
+   keeps --clients connections busy with the dashboard's polling mix over both
+   streams for --seconds, after a 5 s warm-up. Without wrk, Python threads do it.
+4. Prints requests/s, latency percentiles, errors (status >= 300, socket errors),
+   the records bench-live read during the run, and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
 import os
-import random
+import re
+import shutil
 import signal
-import statistics
+import socket
 import subprocess
 import sys
-import threading
+import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from api_bench_db import DEFAULT_URL, ensure_data, setup_django
+from api_bench_db import DEFAULT_URL, SIZES, ensure_data, setup_django
+from api_load_clients import run_python_clients
 
 ROOT = Path(__file__).resolve().parent.parent
-# What an open dashboard and a script poll: (weight, path template).
-MIX = (
-    (3, "/api/v1/streams/"),
-    (3, "/api/v1/streams/{id}/"),
-    (3, "/api/v1/streams/{id}/partitions/?ordering=-lag"),
-    (2, "/api/v1/streams/{id}/lag/?since=-10m"),
-    (1, "/api/v1/streams/{id}/lineage/?since=-10m"),
-    (1, "/api/v1/streams/{id}/transitions/"),
-    (1, "/api/v1/streams/{id}/errors/"),
-)
+BIN = Path(sys.executable).parent
+LIVE = "bench-live"
 
 
-def start_gunicorn(url: str, port: int, workers: int, threads: int) -> subprocess.Popen:
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Processes:
+    """Child processes in their own sessions, stopped together (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, env: dict, logs: Path) -> None:
+        self.env, self.logs, self.procs = env, logs, []
+
+    def spawn(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "w")  # noqa: SIM115 - lives as long as the process
+        proc = subprocess.Popen(args, cwd=ROOT, env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # fmt: skip
+        self.procs.append(proc)
+        return proc
+
+    def manage(self, *args: str) -> None:
+        subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
+
+    def stop(self) -> None:
+        # The leader only: Celery's warm shutdown lets its children finish their window.
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def pipeline_env(args: argparse.Namespace, var: Path, sim_port: int) -> dict:
+    """Return the environment shared by the simulator, worker, beat and gunicorn."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": args.database_url,
+        "CELERY_BROKER_URL": args.broker_url,
+        "CDC_VAR_DIR": str(var),
+        "SPANNER_EMULATOR_HOST": f"127.0.0.1:{sim_port}",
+        "SPANNER_DISABLE_BUILTIN_METRICS": "true",
+        "CDC_API_CACHE_SECONDS": str(args.cache_seconds),
+    }
+    if args.cache_url:
+        env["CACHE_URL"] = args.cache_url
+    return env
+
+
+def pause_synthetic_streams() -> None:
+    """Keep the workers off bench-1k and bench-10k: their partitions exist in no source.
+
+    Benchmark data, set directly as api_data.make_stream sets it; what the API
+    computes for a stream does not depend on its state.
+    """
+    from streams.models import Stream
+
+    reason = "benchmark data: no source to read"
+    Stream.objects.filter(name__in=SIZES).update(state=Stream.State.PAUSED, state_reason=reason)
+
+
+def start_pipeline(procs: Processes, args: argparse.Namespace, sim_port: int):
+    """Start simulator, worker and beat; register and start bench-live; wait until it reads."""
+    import redis
+
+    from streams.models import Stream
+
+    redis.Redis.from_url(args.broker_url).flushdb()  # the benchmark's own broker database
+    epoch = (datetime.now(UTC) - timedelta(hours=1)).replace(second=0, microsecond=0)
+    procs.spawn("simulator", sys.executable, "manage.py", "spanner_simulator", "--port", str(sim_port),
+                "--tps", str(args.tps), "--roots", "2", "--split-every", "10m", "--merge-every", "10m",
+                "--epoch", epoch.isoformat())  # fmt: skip
+    procs.spawn("worker", str(BIN / "celery"), "-A", "cdcweb", "worker", "-c", str(args.readers),
+                "-l", "INFO", "-n", "bench-live@%h", "--without-gossip", "--without-mingle")  # fmt: skip
+    procs.spawn("beat", str(BIN / "celery"), "-A", "cdcweb", "beat", "-l", "INFO",
+                "-s", procs.env["CDC_VAR_DIR"] + "/celerybeat-schedule")  # fmt: skip
+    Stream.objects.filter(name=LIVE).delete()
+    procs.manage("cdc_stream", "create", LIVE, "--project", "bench", "--instance", "bench",
+                 "--database", "demo-db", "--change-stream", "Changes", "--start=-1m", "--window-seconds",
+                 str(args.window), "--emulator-host", procs.env["SPANNER_EMULATOR_HOST"])  # fmt: skip
+    procs.manage("cdc_stream", "start", LIVE)
+    print(f"{LIVE} started; waiting for its first records", flush=True)
+    deadline = time.monotonic() + 120
+    while live_records() == 0:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{LIVE} read nothing in 120 s: see the logs in {procs.logs}")
+        time.sleep(1)
+    return Stream.objects.get(name=LIVE)
+
+
+def live_records() -> int:
+    """Return the data change records bench-live has checkpointed so far."""
+    from django.db.models import Sum
+
+    from partitions.models import Partition
+
+    return Partition.objects.filter(stream__name=LIVE).aggregate(n=Sum("data_records"))["n"] or 0
+
+
+def live_status() -> str:
+    """Return bench-live's state, partitions and lag, as the API shows them."""
+    from streams.api.serializers import StreamSerializer
+    from streams.models import Stream
+
+    data = StreamSerializer(Stream.objects.get(name=LIVE)).data
+    running = data["partitions_by_state"]["RUNNING"]
+    return f"{data['state']}, {running} partitions RUNNING, lag {data['lag_seconds']:.1f} s"
+
+
+def start_gunicorn(procs: Processes, args: argparse.Namespace) -> None:
     """Start gunicorn serving cdcweb and wait until it answers /healthz."""
-    env = {**os.environ, "DATABASE_URL": url, "DATABASE_CONN_MAX_AGE": "60"}
-    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
-    proc = subprocess.Popen(
-        [gunicorn, "cdcweb.wsgi", "-b", f"127.0.0.1:{port}", "-w", str(workers), "-k", "gthread",
-         "--threads", str(threads), "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
+    import http.client
+
+    procs.spawn("gunicorn", str(BIN / "gunicorn"), "cdcweb.wsgi", "-b", f"127.0.0.1:{args.port}",
+                "-w", str(args.workers), "-k", "gthread", "--threads", str(args.threads),
+                "--log-level", "warning")  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=2)
             conn.request("GET", "/healthz")
             if conn.getresponse().status in (200, 503):
-                return proc
+                return
         except OSError:
             time.sleep(0.3)
-    stop(proc)
     raise SystemExit("gunicorn did not start")
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """Stop gunicorn and its workers."""
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+def run_wrk(wrk: str, args, token: str, ids: list[int], seconds: float) -> dict:
+    """Run wrk with api_load.lua; return its RESULT line as numbers."""
+    command = [wrk, "-t2", f"-c{args.clients}", f"-d{seconds:g}s", "--timeout", "10s", "--latency",
+               "-s", str(ROOT / "benchmarks" / "api_load.lua"), f"http://127.0.0.1:{args.port}",
+               "--", token, *map(str, ids)]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    found = re.search(r"^RESULT (.*)$", out, re.MULTILINE)
+    if found is None:
+        raise SystemExit(f"wrk printed no RESULT:\n{out}")
+    result = {k: float(v) for k, v in (item.split("=") for item in found.group(1).split())}
+    result["errors"] = sum(result[k] for k in ("status_errors", "connect", "read", "write", "timeout"))
+    bad = re.search(r"^BAD (.*)$", out, re.MULTILINE)
+    result["bad"] = bad.group(1) if bad else ""
+    return result
 
 
-def client_loop(port: int, paths: list[str], token: str, until: float, out: list, errors: list) -> None:
-    """Request random paths of the mix on one keep-alive connection until `until`."""
-    rng = random.Random()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Authorization": f"Token {token}", "Accept": "application/json"}
-    while time.monotonic() < until:
-        path = rng.choice(paths)
-        start = time.perf_counter()
-        try:
-            conn.request("GET", path, headers=headers)
-            response = conn.getresponse()
-            response.read()
-            if response.status >= 300:
-                errors.append(f"{response.status} {path}")
-        except (OSError, http.client.HTTPException) as error:
-            errors.append(f"{type(error).__name__} {path}")
-            conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        out.append(time.perf_counter() - start)
-    conn.close()
+def generate_load(args, token: str, ids: list[int], seconds: float) -> tuple[str, dict]:
+    """Run wrk if installed, else the Python clients; return (which, result)."""
+    wrk = shutil.which("wrk")
+    if wrk:
+        return "wrk (benchmarks/api_load.lua, 2 threads)", run_wrk(wrk, args, token, ids, seconds)
+    return "Python threads (wrk not found)", run_python_clients(args.port, args.clients, token, ids, seconds)
 
 
-def writer_loop(stream_id: int, until: float) -> None:
-    """Mimic the pipeline: checkpoint a running partition every 50 ms, a lag sample every second."""
-    from django.db import transaction
-    from django.db.models import F
-    from django.utils import timezone
-
-    from partitions import lag
-    from partitions.models import Partition
-    from streams.models import Stream
-
-    stream = Stream.objects.get(pk=stream_id)
-    running = list(Partition.objects.filter(stream=stream, state="RUNNING").values_list("pk", flat=True))
-    next_sample = 0.0
-    while time.monotonic() < until:
-        with transaction.atomic():
-            Partition.objects.filter(pk=random.choice(running)).update(
-                watermark=timezone.now(), data_records=F("data_records") + 50, last_progress_at=timezone.now()
-            )
-        if time.monotonic() >= next_sample:
-            lag.sample_lag(stream)
-            next_sample = time.monotonic() + 1
-        time.sleep(0.05)
+def report(which: str, args, result: dict, records: int, status: str, loads: tuple) -> None:
+    """Print what the run measured."""
+    cache = f"{args.cache_url or 'local memory'}, {args.cache_seconds:g} s"
+    print(f"load generator: {which}; {args.clients} connections for {result['seconds']:.1f} s")
+    print(f"gunicorn: {args.workers} gthread workers x {args.threads} threads; API cache: {cache}")
+    print(f"requests {result['requests']:.0f} = {result['requests'] / result['seconds']:.1f} req/s")
+    print(f"latency ms: p50 {result['p50']:.1f}  p90 {result['p90']:.1f}  p99 {result['p99']:.1f}  "
+          f"max {result['max']:.1f}")  # fmt: skip
+    print(f"errors {result['errors']:.0f} {result.get('bad', '')}".rstrip())
+    print(f"{LIVE}: {records} data change records read during the run ({records / result['seconds']:.1f}/s); "
+          f"at the end {status}")  # fmt: skip
+    print(f"load average before: {loads[0]}; after: {loads[1]}")
 
 
-def report(latencies: list[float], errors: list[str], seconds: float) -> None:
-    """Print throughput, latency percentiles and errors."""
-    ordered = sorted(latencies)
-
-    def pct(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    print(f"requests {len(ordered)} in {seconds:.1f} s = {len(ordered) / seconds:.1f} req/s")
-    print(f"latency ms: median {statistics.median(ordered) * 1000:.1f}  p90 {pct(0.90):.1f}  "
-          f"p99 {pct(0.99):.1f}  max {ordered[-1] * 1000:.1f}")  # fmt: skip
-    print(f"errors {len(errors)}" + (f": {sorted(set(errors))[:5]}" if errors else ""))
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", default=DEFAULT_URL)
+    parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/3")
+    parser.add_argument("--cache-url", default="", help="CACHE_URL of gunicorn; local memory if empty")
+    parser.add_argument("--cache-seconds", type=float, default=1.0, help="CDC_API_CACHE_SECONDS (0: off)")
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the benchmark streams first")
+    parser.add_argument("--tps", type=float, default=20, help="simulator transactions per second")
+    parser.add_argument("--readers", type=int, default=4, help="worker processes reading partitions")
+    parser.add_argument("--window", type=int, default=10, help="bench-live's window, seconds")
+    return parser.parse_args()
 
 
 def main() -> None:
-    """Start gunicorn, run the clients and the writer, report, stop gunicorn."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database-url", default=DEFAULT_URL)
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=30)
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--port", type=int, default=8765)
-    args = parser.parse_args()
+    """Build the data, start the pipeline and gunicorn, load them, report, stop everything."""
+    args = parse_args()
     setup_django(args.database_url)
-    data = ensure_data()
-    stream = data["streams"]["bench-10k"]
-    paths = [p.format(id=stream.pk) for weight, p in MIX for _ in range(weight)]
-    proc = start_gunicorn(args.database_url, args.port, args.workers, args.threads)
+    data = ensure_data(args.rebuild)
+    pause_synthetic_streams()
+    var = Path(tempfile.mkdtemp(prefix="cdc-api-load-"))
+    procs = Processes(pipeline_env(args, var, free_port()), var)
     try:
-        until = time.monotonic() + args.seconds
-        latencies, errors = [], []
-        threads = [threading.Thread(target=writer_loop, args=(stream.pk, until))]
-        threads += [
-            threading.Thread(
-                target=client_loop, args=(args.port, paths, data["token"], until, latencies, errors)
-            )
-            for _ in range(args.clients)
-        ]
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        report(latencies, errors, time.monotonic() - started)
+        live = start_pipeline(procs, args, int(procs.env["SPANNER_EMULATOR_HOST"].rsplit(":", 1)[1]))
+        start_gunicorn(procs, args)
+        ids = [data["streams"]["bench-10k"].pk, live.pk]
+        generate_load(args, data["token"], ids, 5)  # warm-up: imports, connections, first queries
+        before, loads = live_records(), [" ".join(f"{x:.2f}" for x in os.getloadavg())]
+        which, result = generate_load(args, data["token"], ids, args.seconds)
+        loads.append(" ".join(f"{x:.2f}" for x in os.getloadavg()))
+        report(which, args, result, live_records() - before, live_status(), tuple(loads))
     finally:
-        stop(proc)
+        procs.stop()
+        print(f"logs: {var}")
 
 
 if __name__ == "__main__":
