@@ -134,7 +134,7 @@ AUTHENTICATION_BACKENDS = ["cdcweb.auth.OneQueryModelBackend"]
 REST_FRAMEWORK = {
     # Token first: an anonymous request then gets 401 with WWW-Authenticate, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "cdcweb.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["streams.api.permissions.RolePermission"],
