@@ -24,6 +24,7 @@ What keeps it correct:
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
 
 from django.conf import settings
@@ -74,7 +75,7 @@ def lookup(key: str) -> tuple[HttpResponse | None, str]:
 
 
 def store(key: str, generation: str, response: Response) -> None:
-    """Keep a rendered 200 answer for API_CACHE_SECONDS (a post-render callback)."""
+    """Keep a rendered 200 answer for API_CACHE_SECONDS."""
     if response.status_code != 200:
         return
     value = (generation, response.status_code, response["Content-Type"], response.content)
@@ -97,6 +98,12 @@ def invalidate_on_commit(**_signal) -> None:
         transaction.on_commit(invalidate)
 
 
+# Striped, so memory stays bounded whatever URLs arrive; two URLs sharing a stripe
+# only compute their misses one after the other.
+_FILL_LOCKS = tuple(threading.Lock() for _ in range(64))
+FILL_WAIT_SECONDS = 10  # then compute anyway: a stuck fill must not stall every reader
+
+
 class _CachedAnswer(Exception):  # noqa: N818 - control flow, not an error
     """Raised by initial() to skip the handler; handle_exception returns the answer."""
 
@@ -109,13 +116,34 @@ class CachedReadMixin:
     """Answer repeated GETs of a viewset from the cache; see the module docstring for the rules."""
 
     def initial(self, request, *args, **kwargs):
-        """Authenticate, check permissions and negotiate, then answer from the cache if it can."""
+        """Authenticate, check permissions and negotiate, then answer from the cache if it can.
+
+        On a miss, wait for another thread of this process that is computing the same
+        answer (its fill lock), then look again: a miss is computed once, not once
+        per thread that asked while it was being computed.
+        """
         super().initial(request, *args, **kwargs)
-        self.api_cache_key = key_for(request)
-        if self.api_cache_key is not None:
-            response, self.api_cache_generation = lookup(self.api_cache_key)
-            if response is not None:
-                raise _CachedAnswer(response)
+        self.api_cache_key = key = key_for(request)
+        if key is None:
+            return
+        response, generation = lookup(key)
+        if response is None:
+            lock = _FILL_LOCKS[hash(key) % len(_FILL_LOCKS)]
+            if lock.acquire(timeout=FILL_WAIT_SECONDS):
+                self._api_cache_fill_lock = lock
+                response, generation = lookup(key)
+        self.api_cache_generation = generation
+        if response is not None:
+            raise _CachedAnswer(response)
+
+    def dispatch(self, request, *args, **kwargs):
+        """Dispatch as DRF does, and always give back the fill lock taken on a miss."""
+        try:
+            return super().dispatch(request, *args, **kwargs)
+        finally:
+            lock = self.__dict__.pop("_api_cache_fill_lock", None)
+            if lock is not None:
+                lock.release()
 
     def handle_exception(self, exc):
         """Return a cached answer as is; handle real exceptions as DRF does."""
@@ -124,10 +152,10 @@ class CachedReadMixin:
         return super().handle_exception(exc)
 
     def finalize_response(self, request, response, *args, **kwargs):
-        """Store a fresh 200 JSON answer once it has been rendered."""
+        """Render a fresh 200 JSON answer now and store it, before the fill lock is given back."""
         response = super().finalize_response(request, response, *args, **kwargs)
         key = getattr(self, "api_cache_key", None)
         if key is not None and isinstance(response, Response) and response.status_code == 200:
-            generation = self.api_cache_generation
-            response.add_post_render_callback(lambda rendered: store(key, generation, rendered))
+            response.render()
+            store(key, self.api_cache_generation, response)
         return response

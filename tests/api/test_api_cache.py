@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.contrib.auth.models import User
@@ -124,3 +125,29 @@ def test_query_strings_are_cached_apart(viewer, stream):
     by_lag = viewer.get(f"{base}?ordering=-lag&page_size=5").json()["results"]
     by_start = viewer.get(f"{base}?page_size=5").json()["results"]
     assert [p["id"] for p in by_lag] != [p["id"] for p in by_start]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_misses_of_one_url_are_computed_once(client_as, users, monkeypatch):
+    # given a lineage that takes a while to compute
+    from benchmarks.api_data import make_stream
+    from partitions import queries
+
+    stream = make_stream("slow", 5)
+    calls, real = [], queries.lineage
+
+    def slow_lineage(*args, **kwargs):
+        calls.append(1)
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "lineage", slow_lineage)
+    url = f"/api/v1/streams/{stream.pk}/lineage/"
+    clients = [client_as("viewer") for _ in range(4)]
+    # when four clients ask for it at once
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda client: client.get(url), clients))
+    # then it was computed once and every client got the same answer
+    assert [a.status_code for a in answers] == [200] * 4
+    assert len({a.content for a in answers}) == 1
+    assert len(calls) == 1
