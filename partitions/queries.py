@@ -127,7 +127,10 @@ def lineage(stream: Stream, since: datetime | None = None, until: datetime | Non
     if since is not None or until is not None:
         # Only the edges into the window's nodes: all a node's parents are counted, and a
         # 10-minute window of a 10,000-partition stream reads dozens of edges, not 10,000.
-        links = links.filter(child_id__in=alive.values("id"))
+        # A short list of ids uses the child index; a long one stays a subquery (SQLite
+        # limits the parameters of one statement).
+        ids = [row["id"] for row in rows]
+        links = links.filter(child_id__in=ids if len(ids) <= 1000 else alive.values("id"))
     links = list(links.order_by("id").values_list("parent_id", "child_id"))
     parents = Counter(child for _, child in links)
     now = horizon(stream).timestamp()
