@@ -5,7 +5,7 @@ One Parquet file per partition and read window under
 start_at, end_at, parents) for the churn report. Distributions: partitions of skewed
 load that split and merge every few windows, transactions spanning 1-3 partitions,
 1-4 records per partition, geometric mods per record, lognormal value sizes and read
-latencies with a slow tail, and about 1% of windows re-delivered (at least once).
+latencies with a slow tail, and every 50th window's second half re-delivered (1-3% of mods).
 
     python benchmarks/make_landing.py --mods 1000000 --out var/bench/landing-1m
 """
@@ -41,6 +41,9 @@ MOD_TYPES = ["INSERT", "UPDATE", "DELETE"]
 TAGS = ["", "checkout", "refund", "nightly-batch", "profile-edit", "app=web", "app=mobile"]
 TAG_WEIGHTS = [0.35, 0.2, 0.05, 0.1, 0.1, 0.12, 0.08]
 MODS_PER_TX = 3.8  # measured mean of the shape below; sizes the transaction rate
+# One window in this many is read again later (its second half lands twice), starting
+# with the 8th: 1M mods (17 windows) get one, 10M (167) four, so dedupe always has work.
+REDELIVER_EVERY = 50
 _HEX = np.array([f"{i:02x}" for i in range(256)], dtype="S2")
 
 
@@ -227,7 +230,7 @@ def generate(
     """Write a landing zone of about ``mods`` mods; return counts."""
     rng = np.random.default_rng(seed)
     topo = Topology(rng, stream, start)
-    written = files = duplicates = tx_base = 0
+    written = files = duplicates = tx_base = window = 0
     at = start
     while written < mods:
         if files and rng.random() < 0.15:
@@ -235,11 +238,12 @@ def generate(
         n_tx = max(1, round(min(rate * seconds, mods - written) / MODS_PER_TX))
         table = window_rows(rng, topo, at, seconds, n_tx, tx_base)
         files += write_window(out, topo, table, at)
-        if rng.random() < 0.01:
+        if window % REDELIVER_EVERY == REDELIVER_EVERY // 7:  # at every size, 1M included
             again = redeliver(rng, table)
             files += write_window(out, topo, again, at, suffix="-r1")
             duplicates += again.num_rows
         written, tx_base, at = written + table.num_rows, tx_base + n_tx, at + timedelta(seconds=seconds)
+        window += 1
     (out / f"lineage-{stream}.json").write_text(json.dumps(topo.lineage(), indent=1))
     return {
         "mods": written,
