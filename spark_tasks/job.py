@@ -1,14 +1,17 @@
 """Run the selected reports over one stream's landed mods and write their tables.
 
-Steps: list the input files, dedupe the mods and roll them up into change records in
-one shuffle of the report columns (the JSON values are never read), persist the
-records, the transactions and the partition activity that several tables share, then
-build, collect and write each table, then ``summary.json``.
+Steps: list the input files; dedupe the mods and roll them up into change records in
+one shuffle of the report columns (the JSON values are never read) and write the
+records as Parquet to a work directory; roll the records up into transactions and
+write those too; then build, collect and write each table from the narrowest level
+it needs (records, transactions, or the small per-partition activity held in
+memory), then ``summary.json``; the work directory is deleted at the end.
 
-The persisted frames are Spark's in-memory columnar cache (compressed column batches,
-spilling to disk only if the heap runs short), so every report reads the deduplicated
-records from memory instead of re-reading Parquet or a disk copy, and the driver's
-memory stays bounded by its heap whatever the input size: only small result tables
+Materialising the two big intermediate levels on disk, rather than in Spark's
+in-memory cache, is what keeps the driver's memory flat as the input grows: at 10M
+mods the cached records outgrew the heap's storage share, were evicted and spilled,
+and the JVM grew to its cap. Each report reads back only the columns it uses from
+Parquet, which costs less than scanning a cached row store. Only small result tables
 are collected into Python.
 """
 
@@ -21,7 +24,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pyspark
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -47,22 +49,28 @@ def progress(done: int, total: int, began: float, step: str) -> None:
     print(f"PROGRESS {done}/{total} {time.monotonic() - began:.1f} {step}", flush=True)
 
 
-def select_tables(args: argparse.Namespace, lineage: DataFrame | None) -> list[tuple[str, str, Builder]]:
-    """Return (report, table name, builder) for the reports ``args.report`` selects."""
+def select_tables(args: argparse.Namespace, lineage: DataFrame | None) -> list[tuple[str, str, str, Builder]]:
+    """Return (report, table name, input level, builder) for the reports ``args.report`` selects.
+
+    The level names the narrowest input the builder needs: ``records``,
+    ``transactions`` or ``activity`` (each builder also accepts deduplicated mods).
+    """
     tables = [
-        ("throughput", "throughput", build_throughput),
-        ("throughput", "busiest_partitions", lambda m: build_busiest_partitions(m, args.top)),
-        ("latency", "latency_by_minute", build_latency_by_minute),
-        ("latency", "latency_by_table", build_latency_by_table),
-        ("transactions", "transaction_summary", build_transaction_summary),
-        ("transactions", "transaction_shape", build_transaction_shape),
-        ("transactions", "transaction_tags", lambda m: build_transaction_tags(m, args.top)),
-        ("churn", "partition_activity", build_partition_activity),
-        ("cost", "cost", lambda m: build_cost(m, args.prices)),
+        ("throughput", "throughput", "records", build_throughput),
+        ("throughput", "busiest_partitions", "activity", lambda m: build_busiest_partitions(m, args.top)),
+        ("latency", "latency_by_minute", "records", build_latency_by_minute),
+        ("latency", "latency_by_table", "records", build_latency_by_table),
+        ("transactions", "transaction_summary", "transactions", build_transaction_summary),
+        ("transactions", "transaction_shape", "transactions", build_transaction_shape),
+        ("transactions", "transaction_tags", "transactions", lambda m: build_transaction_tags(m, args.top)),
+        ("churn", "partition_activity", "activity", build_partition_activity),
+        ("cost", "cost", "records", lambda m: build_cost(m, args.prices)),
     ]
     if lineage is not None:
-        tables.insert(-1, ("churn", "churn_by_hour", lambda _: build_churn_by_hour(lineage)))
-        tables.insert(-1, ("churn", "partition_lifetimes", lambda _: build_lineage_lifetimes(lineage)))
+        tables.insert(-1, ("churn", "churn_by_hour", "records", lambda _: build_churn_by_hour(lineage)))
+        tables.insert(
+            -1, ("churn", "partition_lifetimes", "records", lambda _: build_lineage_lifetimes(lineage))
+        )
     return [t for t in tables if args.report in ("all", t[0])]
 
 
@@ -126,44 +134,64 @@ def settings(args: argparse.Namespace) -> dict:
     }
 
 
+def work_dir(args: argparse.Namespace) -> str:
+    """Return the work directory's URI: ``--work-dir``, else ``<output>/_work``."""
+    if args.work_dir:
+        return args.work_dir.rstrip("/")
+    return (args.output.resolve() / "_work").as_uri()
+
+
+def delete_path(spark: SparkSession, uri: str) -> None:
+    """Delete ``uri`` recursively through Hadoop's file system (local, HDFS, gs:// ...)."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)
+
+
+def materialise(df: DataFrame, uri: str) -> DataFrame:
+    """Write ``df`` as Parquet to ``uri`` and return a frame reading it back."""
+    df.write.mode("overwrite").parquet(uri)
+    return df.sparkSession.read.schema(df.schema).parquet(uri)
+
+
 def run_report(args: argparse.Namespace, began: float) -> Path:
     """Run the job on a new session, always stopping it; return the summary's path."""
     spark = build_session()
+    work = work_dir(args)
     try:
-        return _run(spark, args, began)
+        return _run(spark, args, began, work)
     finally:
-        spark.stop()
+        try:
+            delete_path(spark, work)
+        finally:
+            spark.stop()
 
 
-def _run(spark: SparkSession, args: argparse.Namespace, began: float) -> Path:
+def _run(spark: SparkSession, args: argparse.Namespace, began: float, work: str) -> Path:
     args.output.mkdir(parents=True, exist_ok=True)
     files = list_input_files(spark, args.input, args.stream, args.since, args.until)
     partitions = shuffle_partitions(files.bytes, spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     tables = select_tables(args, load_lineage(spark, args))
-    total = len(tables) + 2
+    total = len(tables) + 3
     progress(1, total, began, f"input {len(files.paths)} files {files.bytes} bytes")
-    mods = dedupe(read_mods(spark, files.paths, args.since, args.until))
-    # Every builder calls to_records(mods) or build_transactions(mods) and the busiest
-    # partitions build on the partition activity; Spark's cache manager matches those
-    # plans to these persisted ones, so the dedupe shuffle runs once.
-    keep = StorageLevel.MEMORY_AND_DISK_DESER  # cached batches are compressed already
-    records = to_records(mods).persist(keep)
-    transactions = build_transactions(mods).persist(keep)
-    cached = [records, transactions]
-    if any(t[1] == "busiest_partitions" for t in tables):
-        cached.append(build_partition_activity(mods).persist(keep))
+    mods = read_mods(spark, files.paths, args.since, args.until)
+    records = materialise(to_records(dedupe(mods)), f"{work}/records")
+    progress(2, total, began, "records")
+    transactions = materialise(build_transactions(records), f"{work}/transactions")
     summary = {"settings": settings(args), "totals": totals(records, transactions), "tables": {}}
-    progress(2, total, began, "dedupe")
-    for done, (report, name, build) in enumerate(tables, start=3):
+    progress(3, total, began, "transactions")
+    # The per-partition activity is small (a row per partition) and feeds two tables.
+    activity = build_partition_activity(records).persist()
+    inputs = {"records": records, "transactions": transactions, "activity": activity}
+    for done, (report, name, level, build) in enumerate(tables, start=4):
         if name == "cost":
-            rows, summary["assumptions"] = write_cost(args.output, build(mods), args)
+            rows, summary["assumptions"] = write_cost(args.output, build(inputs[level]), args)
         else:
-            rows = write_table(args.output, name, build(mods))
+            rows = write_table(args.output, name, build(inputs[level]))
         summary["tables"][name] = {"report": report, "file": f"{name}.json", "rows": rows}
         progress(done, total, began, name)
-    for df in cached:
-        df.unpersist()
+    activity.unpersist()
     summary["input"] = {"files": len(files.paths), "bytes": files.bytes}
     summary["spark"] = {"version": pyspark.__version__, "master": spark.sparkContext.master,
                         "shuffle_partitions": partitions}  # fmt: skip

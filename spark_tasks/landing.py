@@ -134,8 +134,12 @@ def to_records(mods: DataFrame) -> DataFrame:
     Columns: the record key, stream_name, table_name, minute (of the commit),
     read_timestamp, mods, inserts, updates, deletes, bytes, the transaction's declared
     records and partitions, transaction_tag, is_system_transaction, and the mods'
-    ``deliveries`` when ``dedupe`` counted them.
+    ``deliveries`` when ``dedupe`` counted them. Records are returned as they are, so
+    a builder given records (the job reads them back from its work directory) skips
+    the roll-up.
     """
+    if is_records(mods):
+        return mods
     is_type = lambda t: F.sum(F.when(F.col("mod_type") == t, 1).otherwise(0))  # noqa: E731
     # A record's stream, table and tag are the same on all its mods: grouping on them
     # keeps the aggregate hash-based (see dedupe).
@@ -152,6 +156,11 @@ def to_records(mods: DataFrame) -> DataFrame:
         F.first("is_system_transaction").alias("is_system_transaction"),
         *([F.sum("deliveries").alias("deliveries")] if "deliveries" in mods.columns else []),
     )
+
+
+def is_records(df: DataFrame) -> bool:
+    """Return whether ``df`` is already ``to_records`` output rather than mods."""
+    return "mods" in df.columns and "mod_index" not in df.columns
 
 
 def parse_time(text: str | None) -> datetime | None:

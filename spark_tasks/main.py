@@ -3,6 +3,7 @@
     spark-submit --driver-memory 1g spark_tasks/main.py --input var/landing \\
         --output var/reports/42 --stream orders [--since ISO] [--until ISO] \\
         [--report all|throughput|latency|transactions|churn|cost] [--lineage FILE] \\
+        [--work-dir URI] \\
         [--retention-days 1 --edition standard --nodes 1 ...]
 
 Stdout carries only this job's lines: ``PROGRESS <done>/<total> <elapsed s> <step>``
@@ -45,6 +46,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--until", help="ISO instant, exclusive (commit timestamp)")
     p.add_argument("--report", default="all", choices=("all", *REPORTS))
     p.add_argument("--lineage", help="partition lineage export (.json or Parquet) for the churn report")
+    p.add_argument(
+        "--work-dir",
+        help="directory (path or Hadoop URI every executor reaches) for the intermediate records; "
+        "default <output>/_work; deleted at the end",
+    )
     p.add_argument("--top", type=int, default=20, help="rows in the busiest partitions and tag tables")
     for f in fields(PriceModel):
         kind = str if f.name == "edition" else float

@@ -10,49 +10,60 @@ from spark_tasks.landing import to_records
 _SUMS = ("records", "mods", "inserts", "updates", "deletes", "bytes")
 
 
+def distinct_transactions(records: DataFrame, keys: tuple[str, ...]) -> DataFrame:
+    """Return ``_group`` (a 64-bit hash of ``keys``) and its count of distinct transactions.
+
+    Counting distinct strings means hashing millions of variable-length keys; two
+    64-bit hashes make the keys fixed-width, which Spark aggregates about twice as
+    fast (measured at 10M mods). Two transactions of one group would have to share a
+    64-bit hash to be counted once: at 10,000 transactions in a group that is about
+    3 in 10^12. Join the result back on ``F.xxhash64(*keys)``.
+    """
+    pairs = records.select(
+        F.xxhash64(*keys).alias("_group"), F.xxhash64("server_transaction_id").alias("_tx")
+    ).distinct()
+    return pairs.groupBy("_group").agg(F.count(F.lit(1)).alias("transactions"))
+
+
+def _with_transactions(records: DataFrame, sums: DataFrame, keys: tuple[str, ...]) -> DataFrame:
+    counted = distinct_transactions(records, keys)
+    return sums.withColumn("_group", F.xxhash64(*keys)).join(counted, "_group").drop("_group")
+
+
 def build_throughput(df: DataFrame) -> DataFrame:
     """Return per stream, table and minute: records, mods by type, bytes, transactions.
 
-    ``df`` is the deduplicated mods. Transactions count distinct server transaction
-    ids; a transaction that touches two tables counts once in each.
+    ``df`` is the deduplicated mods (or their records). Transactions count distinct
+    server transaction ids; a transaction that touches two tables counts once in each.
     """
-    per_tx = (
-        to_records(df)
-        .groupBy("stream_name", "table_name", "minute", "server_transaction_id")
-        .agg(F.count(F.lit(1)).alias("records"), *(F.sum(c).alias(c) for c in _SUMS[1:]))
+    keys = ("stream_name", "table_name", "minute")
+    records = to_records(df)
+    sums = records.groupBy(*keys).agg(
+        F.count(F.lit(1)).alias("records"), *(F.sum(c).alias(c) for c in _SUMS[1:])
     )
-    return (
-        per_tx.groupBy("stream_name", "table_name", "minute")
-        .agg(*(F.sum(c).alias(c) for c in _SUMS), F.count(F.lit(1)).alias("transactions"))
-        .orderBy("minute", "table_name")
-    )
+    return _with_transactions(records, sums, keys).orderBy("minute", "table_name")
 
 
 def build_partition_activity(df: DataFrame) -> DataFrame:
     """Return per stream and partition: records, mods, bytes, transactions, first/last commit.
 
     The first and last commit are the partition's lifetime as observed in the mods.
+    ``df`` may be mods, their records, or this function's own output (returned as is).
     """
-    per_tx = (
-        to_records(df)
-        .groupBy("stream_name", "partition_token", "server_transaction_id")
-        .agg(
-            F.count(F.lit(1)).alias("records"),
-            F.sum("mods").alias("mods"),
-            F.sum("bytes").alias("bytes"),
-            F.min("commit_timestamp").alias("first_commit"),
-            F.max("commit_timestamp").alias("last_commit"),
-        )
+    if "observed_seconds" in df.columns:
+        return df
+    keys = ("stream_name", "partition_token")
+    records = to_records(df)
+    sums = records.groupBy(*keys).agg(
+        *(F.sum(c).alias(c) for c in ("mods", "bytes")),
+        F.count(F.lit(1)).alias("records"),
+        F.min("commit_timestamp").alias("first_commit"),
+        F.max("commit_timestamp").alias("last_commit"),
     )
     span = F.unix_micros(F.col("last_commit")) - F.unix_micros(F.col("first_commit"))
     return (
-        per_tx.groupBy("stream_name", "partition_token")
-        .agg(
-            *(F.sum(c).alias(c) for c in ("records", "mods", "bytes")),
-            F.count(F.lit(1)).alias("transactions"),
-            F.min("first_commit").alias("first_commit"),
-            F.max("last_commit").alias("last_commit"),
-        )
+        _with_transactions(records, sums, keys)
+        .select(*keys, "records", "mods", "bytes", "transactions", "first_commit", "last_commit")
         .withColumn("observed_seconds", span / 1e6)
         .orderBy("first_commit", "partition_token")
     )

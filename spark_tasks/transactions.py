@@ -22,8 +22,11 @@ def build_transactions(df: DataFrame) -> DataFrame:
     The records are clustered by transaction once, so both aggregates run in one stage
     after one shuffle. The tag is a property of the transaction, the same on all its
     records: grouping on it keeps the aggregates hash-based (a ``first`` of a string
-    would make Spark sort every record, twice).
+    would make Spark sort every record, twice). ``df`` may be mods, their records, or
+    this function's own output, which is returned as it is.
     """
+    if "landed_records" in df.columns:  # transactions already (the job's work directory)
+        return df
     tx = ("stream_name", "server_transaction_id")
     per_partition = (
         to_records(df)
