@@ -126,3 +126,14 @@ def test_transitions_and_errors_are_listed(viewer, stream):
     assert [e["code"] for e in errors["results"]] == ["NOT_FOUND", "UNAVAILABLE"]
     assert errors["results"][1]["partition_token"] == partition.token
     assert viewer.get(f"/api/v1/streams/{stream.pk}/errors/", {"kind": "permanent"}).json()["count"] == 1
+
+
+def test_partition_timestamps_print_as_drf_prints_them(viewer, stream):
+    from rest_framework import serializers
+
+    row = viewer.get(f"/api/v1/streams/{stream.pk}/partitions/?page_size=1").json()["results"][0]
+    partition = Partition.objects.get(pk=row["id"])
+    drf = serializers.DateTimeField()
+    for name in ("start_at", "end_at", "watermark", "created_at", "running_at", "lease_expires_at"):
+        value = getattr(partition, name)
+        assert row[name] == (drf.to_representation(value) if value else None), name
