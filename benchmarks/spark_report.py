@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from spark_tasks.submit import DRIVER_JAVA_OPTIONS, DRIVER_MEMORY, submit_options  # noqa: E402
+from spark_tasks.submit import DRIVER_JAVA_OPTIONS, DRIVER_MEMORY, SUBMIT_ENV, submit_options  # noqa: E402
 
 BENCH = ROOT / "var" / "bench"
 STREAM = "bench"
@@ -103,7 +103,12 @@ def ensure_landing(mods: int) -> Path:
 def run_spark(landing: Path, mods: int, args: argparse.Namespace) -> dict:
     """Run the whole report through spark-submit; return wall time and peak memory."""
     out = BENCH / f"report-{mods // 1_000_000}m"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {
+        **SUBMIT_ENV,
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
     cmd = [
         str(Path(sys.executable).with_name("spark-submit")), "--master", args.master,
         *submit_options(args.driver_memory, args.driver_java_options), "spark_tasks/main.py",

@@ -194,7 +194,7 @@ CDC_STREAM_RETENTION_HOURS = env_int("CDC_STREAM_RETENTION_HOURS", 24)
 
 # --- Spark reports ----------------------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
-CDC_SPARK_DRIVER_MEMORY = env_str("CDC_SPARK_DRIVER_MEMORY", "1g")
+CDC_SPARK_DRIVER_MEMORY = env_str("CDC_SPARK_DRIVER_MEMORY", "640m")
 CDC_REPORTS_DIR = Path(env_str("CDC_REPORTS_DIR", str(VAR_DIR / "reports"))).resolve()
 # A job past this is killed and the report fails, so no report stays RUNNING forever.
 CDC_REPORT_TIMEOUT_SECONDS = env_int("CDC_REPORT_TIMEOUT_SECONDS", 3600)

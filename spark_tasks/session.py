@@ -19,7 +19,7 @@ from spark_tasks.submit import DRIVER_JAVA_OPTIONS
 
 # A shuffle partition per this many input bytes. The reports read a third of the
 # columns; the dedupe's hash aggregate of one partition then holds ~300k mods, which
-# fits a 1g driver's execution memory with two tasks at once (larger partitions spill
+# fits a 640m driver's execution memory with two tasks at once (larger partitions spill
 # the aggregate to a sort).
 BYTES_PER_SHUFFLE_PARTITION = 16 << 20
 # Each file costs this many bytes when packing files into read tasks.
@@ -37,7 +37,7 @@ def build_session(
     """Return a session on ``master`` (else SPARK_MASTER, else local[*]) in UTC.
 
     Driver memory is set by spark-submit's --driver-memory (the JVM is already running
-    when this executes); the default 1g is ample because the results are small tables.
+    when this executes); submit.DRIVER_MEMORY (640m, fixed) serves 1M and 10M mods alike.
     """
     builder = (
         SparkSession.builder.master(master or os.environ.get("SPARK_MASTER") or "local[*]")

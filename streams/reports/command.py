@@ -61,7 +61,12 @@ def build_command(report, output_dir: Path, lineage: Path) -> list[str]:
 
 def spark_env() -> dict[str, str]:
     """Return the job's environment: this interpreter on both sides of PySpark (DESIGN §9)."""
+    try:
+        from spark_tasks.submit import SUBMIT_ENV
+    except ImportError:
+        SUBMIT_ENV = {}  # noqa: N806 - a job without its own tuning
     return {
+        **SUBMIT_ENV,
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
