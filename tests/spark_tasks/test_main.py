@@ -49,6 +49,9 @@ def test_spark_submit_writes_every_table_and_deduplicated_totals(
         assert (data["name"], len(data["rows"])) == (name, table["rows"])
     assert {"churn_by_hour", "partition_lifetimes", "cost"} <= set(summary["tables"])
     assert any("verify for your contract" in a["source"] for a in summary["assumptions"])
+    # and the intermediate records and transactions were written and then removed
+    assert not (out / "_work").exists()
+    assert [line.split()[-1] for line in lines[1:3]] == ["records", "transactions"]
 
 
 @pytest.mark.slow
@@ -65,6 +68,7 @@ def test_a_range_without_data_is_an_empty_report(landing, tmp_path):
     assert summary["empty"] is True
     assert summary["totals"]["mods"] == 0
     assert json.loads((out / "throughput.json").read_text())["rows"] == []
+    assert not (out / "_work").exists()
 
 
 @pytest.mark.slow
