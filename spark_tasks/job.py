@@ -89,8 +89,8 @@ def load_lineage(spark: SparkSession, args: argparse.Namespace) -> DataFrame | N
 def totals(records: DataFrame, transactions: DataFrame) -> dict:
     """Return the deduplicated totals and how many landed mods were duplicates.
 
-    One pass over the persisted records (their ``deliveries`` count every landed copy,
-    so the input is not scanned again) and a count of the persisted transactions.
+    One pass over the written records (their ``deliveries`` count every landed copy,
+    so the input is not scanned again) and a count of the written transactions.
     """
     columns, rows = collect_table(
         records.agg(

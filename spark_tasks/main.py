@@ -1,6 +1,6 @@
 """spark-submit entry point: read a stream's landed mods, dedupe, write the report tables.
 
-    spark-submit --driver-memory 1g spark_tasks/main.py --input var/landing \\
+    spark-submit --driver-memory 640m spark_tasks/main.py --input var/landing \\
         --output var/reports/42 --stream orders [--since ISO] [--until ISO] \\
         [--report all|throughput|latency|transactions|churn|cost] [--lineage FILE] \\
         [--work-dir URI] \\

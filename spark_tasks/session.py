@@ -1,11 +1,11 @@
 """The Spark session the report jobs and tests use: small-data defaults, UTC, no UI.
 
 Sizing for a few cores (issue 5's 2-core machine), measured on the 1M/10M benchmark:
-the landing zone is many small files (10M mods are 2,486 files of ~215 kB), so a low
+the landing zone is many small files (10M mods are 2,401 files of ~235 kB), so a low
 open cost packs ~128 MB of them into each read task instead of one task per file; the
 shuffle partition count follows the input (a few, not 200) and adaptive execution
 coalesces the small report aggregates further. The JVM does nothing but Spark SQL, so
-execution and the in-memory cache get 75% of the heap rather than 60%.
+execution (the job caches nothing big: spark_tasks.job) gets 75% of the heap, not 60%.
 """
 
 from __future__ import annotations
