@@ -94,7 +94,12 @@ def save_progress(partition_id: int, owner: str, progress: Progress, keep_lease:
     """Checkpoint the progress if `owner` still holds the lease; return the partition or None."""
     now = timezone.now()
     with transaction.atomic():
-        locked = Partition.objects.select_for_update().filter(pk=partition_id, lease_owner=owner).first()
+        # FOR NO KEY UPDATE, not FOR UPDATE: the two parents of a merge finish at once,
+        # each holding its own row while inserting the child's edge to the other, and
+        # an edge's foreign key takes FOR KEY SHARE on its parent, which FOR UPDATE
+        # blocks: PostgreSQL reported that deadlock between two readers under load.
+        rows = Partition.objects.select_for_update(no_key=True)
+        locked = rows.filter(pk=partition_id, lease_owner=owner).first()
         if locked is None or locked.state == P.FINISHED:
             return None
         _apply(locked, progress, now, keep_lease)

@@ -112,7 +112,9 @@ def transition(
     update (e.g. consecutive_failures, paused_at, resume_from).
     """
     with transaction.atomic():
-        locked = Stream.objects.select_for_update().get(pk=stream.pk)
+        # NO KEY: inserts that reference the stream (partitions, lag samples, errors)
+        # need not wait for a transition, which never changes the stream's key.
+        locked = Stream.objects.select_for_update(no_key=True).get(pk=stream.pk)
         current = locked.state
         check_move(locked, current, to_state, action)
         now = timezone.now()
