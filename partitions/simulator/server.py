@@ -24,7 +24,7 @@ from google.protobuf import empty_pb2
 from . import encode
 from .config import SimulatorConfig
 from .faults import StreamFaults
-from .sql import QueryError, QuerySpec, check_query, parse_query
+from .sql import QueryError, QuerySpec, check_query, check_retention, parse_query
 from .stream import CHILD, DATA, HEARTBEAT, Position, initial_items, partition_items
 from .topology import Topology
 from .workload import Workload, to_datetime, to_us
@@ -169,6 +169,8 @@ class SimulatorServer:
                 position = Position.decode(resume_token)
             except ValueError:
                 raise QueryError(grpc.StatusCode.INVALID_ARGUMENT, "Invalid resume token") from None
+            # The records a resumed query would send next may have aged out meanwhile.
+            check_retention(max(spec.start_us, position.last_us), self.config, now_us, "resume position")
         else:
             check_query(spec, self.config, database, now_us)
             position = Position(0, spec.start_us, 0)

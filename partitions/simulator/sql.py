@@ -119,6 +119,16 @@ def parse_query(sql: str, params) -> QuerySpec:
     )
 
 
+def check_retention(at_us: int, config: SimulatorConfig, now_us: int, what: str) -> None:
+    """Raise QueryError if ``at_us`` is older than the change stream keeps its records."""
+    oldest = now_us - int(config.retention * 1_000_000)
+    if at_us < oldest:
+        raise _invalid(
+            f"{what} {format_ts(at_us)} is outside the change stream's retention period: "
+            f"it must be at or after {format_ts(oldest)}"
+        )
+
+
 def check_query(spec: QuerySpec, config: SimulatorConfig, database: str, now_us: int) -> None:
     """Raise QueryError if Spanner would refuse this query on this database now."""
     dialect = config.dialect_of(database)
@@ -138,12 +148,7 @@ def check_query(spec: QuerySpec, config: SimulatorConfig, database: str, now_us:
         raise _invalid(
             f"end_timestamp {format_ts(spec.end_us)} is before start_timestamp {format_ts(spec.start_us)}"
         )
-    oldest = now_us - int(config.retention * 1_000_000)
-    if spec.start_us < oldest:
-        raise _invalid(
-            f"start_timestamp {format_ts(spec.start_us)} is outside the change stream's retention period: "
-            f"it must be at or after {format_ts(oldest)}"
-        )
+    check_retention(spec.start_us, config, now_us, "start_timestamp")
     epoch_us = to_us(config.epoch)
     if spec.start_us < epoch_us:
         raise _invalid(

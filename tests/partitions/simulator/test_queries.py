@@ -7,10 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from google.api_core.exceptions import InvalidArgument, NotFound
 from google.cloud.spanner_admin_database_v1 import DatabaseDialect
+from google.cloud.spanner_v1 import ExecuteSqlRequest
 from simulator_rows import normalize
 
-from partitions.changestream.jsonl import record_fields, record_to_json
+from partitions.changestream.jsonl import format_timestamp, record_fields, record_to_json
 from partitions.simulator.groundtruth import ground_truth
+from partitions.simulator.stream import Position
 from partitions.simulator.workload import to_datetime, to_us
 
 GSQL, PG = "googlesql", "postgresql"
@@ -199,3 +201,27 @@ def test_live_query_stays_open_until_its_end_even_with_no_heartbeat_due(simulato
     # then it ended only once the clock reached its end, as Spanner's does: a reader
     # that takes the end as its new watermark must never start the next window in the future
     assert datetime.now(UTC) >= end - timedelta(milliseconds=50)
+
+
+def test_a_resumed_query_whose_next_records_aged_out_is_refused(simulator, reader):
+    # given a query that started long ago and is resumed with a token for a position
+    # that has since fallen out of retention (as after a long outage of its client)
+    retention = simulator.config.retention
+
+    def resume(start: datetime, position: Position) -> list:
+        sql = (
+            f'SELECT ChangeRecord FROM READ_Changes(start_timestamp => "{format_timestamp(start)}", '
+            "end_timestamp => NULL, partition_token => NULL, heartbeat_milliseconds => 10000)"
+        )
+        database = reader.instance.database("demo-db")
+        session = database.session()
+        session.create()
+        request = ExecuteSqlRequest(session=session.name, sql=sql, resume_token=position.encode())
+        return list(database.spanner_api.execute_streaming_sql(request=request))
+
+    # when it is resumed, and when a recent query is resumed
+    with pytest.raises(InvalidArgument, match="resume position .* retention period"):
+        resume(ago(retention + 120), Position(3, to_us(ago(retention + 60)), 0))
+    recent = resume(ago(60), Position(0, to_us(ago(60)), 0))
+    # then the aged-out one is refused as Spanner refuses a start that old, the other served
+    assert recent
