@@ -196,6 +196,9 @@ CDC_STREAM_RETENTION_HOURS = env_int("CDC_STREAM_RETENTION_HOURS", 24)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 CDC_SPARK_DRIVER_MEMORY = env_str("CDC_SPARK_DRIVER_MEMORY", "640m")
 CDC_REPORTS_DIR = Path(env_str("CDC_REPORTS_DIR", str(VAR_DIR / "reports"))).resolve()
+# Where a report job writes its intermediate records (Parquet); a Hadoop URI every
+# executor reaches (hdfs://, gs://) on a cluster. Empty: <the report's output>/_work.
+CDC_SPARK_WORK_URI = env_str("CDC_SPARK_WORK_URI", "")
 # A job past this is killed and the report fails, so no report stays RUNNING forever.
 CDC_REPORT_TIMEOUT_SECONDS = env_int("CDC_REPORT_TIMEOUT_SECONDS", 3600)
 CDC_REPORT_MAX_DAYS = env_int("CDC_REPORT_MAX_DAYS", 31)

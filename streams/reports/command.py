@@ -49,13 +49,19 @@ def driver_options() -> list[str]:
     return submit_options(settings.CDC_SPARK_DRIVER_MEMORY)
 
 
+def work_options(report) -> list[str]:
+    """Return ``--work-dir`` under CDC_SPARK_WORK_URI (one directory per report), or nothing."""
+    base = settings.CDC_SPARK_WORK_URI.rstrip("/")
+    return ["--work-dir", f"{base}/report-{report.pk}"] if base else []
+
+
 def build_command(report, output_dir: Path, lineage: Path) -> list[str]:
     """Return the spark-submit argv that runs the report's job into ``output_dir``."""
     return [
         spark_submit(), "--master", settings.SPARK_MASTER, *driver_options(), str(MAIN),
         "--input", settings.CDC_LANDING_URI, "--output", str(output_dir),
         "--stream", report.stream.name, "--since", iso(report.since), "--until", iso(report.until),
-        "--report", report.kind, "--lineage", str(lineage), *price_options(),
+        "--report", report.kind, "--lineage", str(lineage), *work_options(report), *price_options(),
     ]  # fmt: skip
 
 

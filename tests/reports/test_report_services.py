@@ -96,8 +96,18 @@ def test_command_runs_main_with_the_range_the_master_and_the_price_model(stream,
     assert "--since 2026-11-20T00:00:00Z --until 2026-11-21T00:00:00Z" in joined
     assert "--nodes 3.0 --edition enterprise" in joined
     assert "--node-hour-usd" not in joined  # blank: the edition's list price
+    assert "--work-dir" not in argv  # the job's default: <output>/_work
     env = command.spark_env()
     assert env["PYSPARK_PYTHON"] == env["PYSPARK_DRIVER_PYTHON"] == sys.executable
+    assert env["MALLOC_ARENA_MAX"] == "2"  # spark_tasks.submit.SUBMIT_ENV
+
+
+def test_a_cluster_work_uri_gives_each_report_its_own_work_directory(stream, settings, tmp_path):
+    settings.CDC_SPARK_WORK_URI = "hdfs://nn:8020/cdcweb/work/"
+    report = Report(pk=42, stream=stream, since=datetime(2026, 11, 20, tzinfo=UTC),
+                    until=datetime(2026, 11, 21, tzinfo=UTC))  # fmt: skip
+    argv = command.build_command(report, tmp_path / "out", tmp_path / "lineage.json")
+    assert argv[argv.index("--work-dir") + 1] == "hdfs://nn:8020/cdcweb/work/report-42"
 
 
 def test_lineage_export_lists_partitions_in_range_with_their_parents(stream, tmp_path):
