@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from django.db.models import Case, F, Prefetch, Value, When
+from django.db.models import F, Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import viewsets
 
-from partitions.models import Partition, PartitionEdge
+from partitions.models import LAG_KEY, Partition, PartitionEdge
 from streams.api.cache import CachedReadMixin
 from streams.api.views import STREAM_PK, StreamChildViewSet
 
 from .filtersets import PartitionFilterSet
 from .serializers import PartitionDetailSerializer, PartitionSerializer
 
-FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
-
 
 def partition_rows():
     """Return partitions with the stream's end (for lag) and the sort key of lag."""
-    lag_key = Case(When(state=Partition.State.FINISHED, then=Value(FAR_FUTURE)), default=F("watermark"))
-    return Partition.objects.annotate(stream_end_at=F("stream__end_at"), lag_key=lag_key).order_by(
+    return Partition.objects.annotate(stream_end_at=F("stream__end_at"), lag_key=LAG_KEY).order_by(
         "stream_id", "start_at", "id"
     )
 
