@@ -25,8 +25,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,45 +34,11 @@ from pathlib import Path
 
 from api_bench_db import DEFAULT_URL, SIZES, ensure_data, setup_django
 from api_load_clients import run_python_clients
+from procs import Processes, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 LIVE = "bench-live"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Processes:
-    """Child processes in their own sessions, stopped together (SIGTERM, then SIGKILL)."""
-
-    def __init__(self, env: dict, logs: Path) -> None:
-        self.env, self.logs, self.procs = env, logs, []
-
-    def spawn(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
-        log = open(self.logs / f"{name}.log", "w")  # noqa: SIM115 - lives as long as the process
-        proc = subprocess.Popen(args, cwd=ROOT, env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # fmt: skip
-        self.procs.append(proc)
-        return proc
-
-    def manage(self, *args: str) -> None:
-        subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
-
-    def stop(self) -> None:
-        # The leader only: Celery's warm shutdown lets its children finish their window.
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def pipeline_env(args: argparse.Namespace, var: Path, sim_port: int) -> dict:

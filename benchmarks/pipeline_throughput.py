@@ -28,7 +28,6 @@ import argparse
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,13 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from procs import Processes, free_port  # noqa: E402
+
 CELERY = str(Path(sys.executable).with_name("celery"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def parse_args() -> argparse.Namespace:
@@ -73,7 +68,7 @@ class Bench:
             "CDC_SCHEDULE_SECONDS": "1",
             "CDC_BROKER_POLLING_INTERVAL": "0.02",
         }
-        self.procs: list[subprocess.Popen] = []
+        self.procs = Processes(self.env, self.var)
 
     def run(self, *args: str) -> str:
         out = subprocess.run(args, cwd=ROOT, env=self.env, capture_output=True, text=True, check=False)
@@ -82,10 +77,7 @@ class Bench:
         return out.stdout
 
     def spawn(self, name: str, *args: str) -> subprocess.Popen:
-        log = open(self.var / f"{name}.log", "w")  # noqa: SIM115 - lives as long as the process
-        proc = subprocess.Popen(args, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        self.procs.append(proc)
-        return proc
+        return self.procs.spawn(name, *args)
 
     def start_simulator(self) -> None:
         self.spawn(
@@ -98,14 +90,7 @@ class Bench:
         grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{self.port}")).result(timeout=60)
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        self.procs.stop(timeout=20)
 
 
 def setup_django(bench: Bench) -> None:

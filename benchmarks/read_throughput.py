@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from google.protobuf import struct_pb2
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from procs import free_port  # noqa: E402
 
 from partitions.changestream.decode import GoogleSqlDecoder  # noqa: E402
 from partitions.changestream.parse import decode_postgresql_value  # noqa: E402
@@ -41,12 +41,6 @@ from partitions.changestream.times import format_time  # noqa: E402
 
 DATABASES = {"googlesql": "demo-db", "postgresql": "demo-pg"}
 PREFIX = "projects/bench/instances/bench/databases/"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start_simulator(port: int, epoch: datetime, tps: float) -> subprocess.Popen:
