@@ -17,7 +17,7 @@ from django.db import connections
 from cdcweb.settings import database_config
 
 
-def _point_default_at(settings_dict: dict) -> dict:
+def point_default_at(settings_dict: dict) -> dict:
     """Make the default connection use settings_dict; return the settings it had."""
     connections["default"].close()
     old = dict(connections["default"].settings_dict)
@@ -47,7 +47,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     _admin(url, f'CREATE DATABASE "{fresh}"')
     with django_db_blocker.unblock():
         target = database_config(f"{base}/{fresh}", None)
-        old = _point_default_at(
+        old = point_default_at(
             {**connections["default"].settings_dict, "OPTIONS": {}, **target, "CONN_MAX_AGE": 0}
         )
         call_command("migrate", verbosity=0, interactive=False)
@@ -55,5 +55,5 @@ def django_db_setup(django_db_setup, django_db_blocker):
         yield
     finally:
         with django_db_blocker.unblock():
-            _point_default_at(old)
+            point_default_at(old)
         _admin(url, f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')

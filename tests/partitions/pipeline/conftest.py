@@ -24,6 +24,7 @@ from django.db import connections
 from cdcweb.settings import database_config
 from partitions.simulator.config import SimulatorConfig, parse_fault
 from partitions.simulator.server import start_server
+from tests.api.support import point_default_at
 
 ROOT = Path(__file__).resolve().parents[3]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -130,16 +131,6 @@ class Pipeline:
         return (self.logs / f"{name}.log").read_text()
 
 
-def _point_django_at(settings_dict: dict) -> dict:
-    """Make this process's default connection use settings_dict; return the old one."""
-    connections["default"].close()
-    old = dict(connections["default"].settings_dict)
-    connections["default"].settings_dict.clear()
-    connections["default"].settings_dict.update(settings_dict)
-    del connections["default"]  # the next use builds a wrapper for the (maybe other) engine
-    return old
-
-
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory, django_db_blocker):
     """Yield a migrated, empty pipeline environment; stop its processes afterwards."""
@@ -157,12 +148,12 @@ def pipeline(tmp_path_factory, django_db_blocker):
     # Keep Django's filled-in defaults, but not the other engine's OPTIONS.
     new = {**connections["default"].settings_dict, "OPTIONS": {}, **new, "NAME": str(new["NAME"])}
     with django_db_blocker.unblock():
-        old = _point_django_at(new)
+        old = point_default_at(new)
         try:
             yield pipe
         finally:
             pipe.stop_all()
-            _point_django_at(old)
+            point_default_at(old)
             if database_url:
                 _drop_postgres(database_url)
 
