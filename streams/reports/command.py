@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from partitions.models import Partition, PartitionEdge
+from spark_tasks.submit import SUBMIT_ENV, submit_options
 
 MAIN = Path(settings.BASE_DIR) / "spark_tasks" / "main.py"
 
@@ -41,11 +42,7 @@ def price_options() -> list[str]:
 
 
 def driver_options() -> list[str]:
-    """Return the driver JVM's options: the job's own tuning (spark_tasks/submit.py) when it has one."""
-    try:
-        from spark_tasks.submit import submit_options
-    except ImportError:
-        return ["--driver-memory", settings.CDC_SPARK_DRIVER_MEMORY]
+    """Return the driver JVM's options: the job's own sizing and tuning (spark_tasks/submit.py)."""
     return submit_options(settings.CDC_SPARK_DRIVER_MEMORY)
 
 
@@ -67,10 +64,6 @@ def build_command(report, output_dir: Path, lineage: Path) -> list[str]:
 
 def spark_env() -> dict[str, str]:
     """Return the job's environment: this interpreter on both sides of PySpark (DESIGN §9)."""
-    try:
-        from spark_tasks.submit import SUBMIT_ENV
-    except ImportError:
-        SUBMIT_ENV = {}  # noqa: N806 - a job without its own tuning
     return {
         **SUBMIT_ENV,
         **os.environ,
