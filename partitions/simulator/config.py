@@ -49,6 +49,11 @@ class SimulatorConfig:
     max_workers: int = 64
     batch_rows: int = 64
     batch_bytes: int = 64 * 1024
+    # The commit-timestamp tables (watched_tables.py): row versions per second in each
+    # table, the shard values of the sharded one, and the seconds between a key's writes.
+    table_rate: float = 20.0
+    table_shards: int = 19
+    table_update_after: int = 60
 
     def __post_init__(self):
         validate_stream_name(self.stream)
@@ -66,6 +71,12 @@ class SimulatorConfig:
             raise ValueError("epoch must be timezone-aware")
         if not self.databases:
             raise ValueError("at least one database is needed")
+        if not 0 <= self.table_rate <= 500_000:
+            raise ValueError(f"table rate must be between 0 and 500,000 rows/s, got {self.table_rate}")
+        if not 1 <= self.table_shards <= 1_000:
+            raise ValueError(f"table shards must be between 1 and 1,000, got {self.table_shards}")
+        if not 1 <= self.table_update_after <= 86_400:
+            raise ValueError(f"table update interval must be 1-86,400 s, got {self.table_update_after}")
 
     def resolved(self, now: datetime | None = None) -> SimulatorConfig:
         """Return a copy whose epoch is set: now - retention, floored to the minute."""

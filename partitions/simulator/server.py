@@ -18,14 +18,16 @@ from datetime import UTC, datetime
 import grpc
 from google.cloud.spanner_admin_database_v1.types import Database, DatabaseDialect, GetDatabaseDdlResponse
 from google.cloud.spanner_v1.testing import spanner_database_admin_pb2_grpc as admin_grpc
+from google.cloud.spanner_v1.types import Transaction
 from google.cloud.spanner_v1.types import spanner as spanner_types
 from google.protobuf import empty_pb2
 
 from . import encode
 from .config import SimulatorConfig
 from .faults import StreamFaults
-from .sql import QueryError, QuerySpec, check_query, check_retention, parse_query
+from .sql import QueryError, QuerySpec, check_query, check_retention, is_change_stream_query, parse_query
 from .stream import CHILD, DATA, HEARTBEAT, Position, initial_items, partition_items
+from .table_service import TableQueryLogEntry, TableService
 from .topology import Topology
 from .workload import Workload, to_datetime, to_us
 
@@ -68,6 +70,7 @@ class SimulatorServer:
         )
         self.workload = Workload(c.seed, c.tps, c.max_keys, self.topology)
         self.query_log: list[QueryLogEntry] = []
+        self.tables = TableService(self)
         self._log_lock = threading.Lock()
         self._stopping = threading.Event()
         self._grpc: grpc.Server | None = None
@@ -83,6 +86,10 @@ class SimulatorServer:
         """Return a copy of the query log, optionally only one partition's queries."""
         with self._log_lock:
             return [q for q in self.query_log if token is None or q.token == token]
+
+    def table_queries(self, table: str | None = None) -> list[TableQueryLogEntry]:
+        """Return a copy of the log of table poll queries, optionally of one table only."""
+        return self.tables.queries(table)
 
     def warm(self, start: datetime, end: datetime, dialects=("googlesql", "postgresql")) -> int:
         """Generate and encode every record of [start, end] ahead of readers; return the count."""
@@ -135,6 +142,9 @@ class SimulatorServer:
 
     def execute_streaming_sql(self, request, context):
         database = self._database(request.session, context)
+        if not is_change_stream_query(request.sql):
+            yield from self.tables.execute(request, database, context)
+            return
         entry = QueryLogEntry(database, None, None, None, None, None, bool(request.resume_token))
         try:
             spec = parse_query(request.sql, request.params.fields)
@@ -156,6 +166,10 @@ class SimulatorServer:
             raise
         finally:
             entry.closed_at = time.monotonic()
+
+    def begin_transaction(self, request, context):
+        self._database(request.session, context)
+        return self.tables.begin_transaction(request, context)
 
     def _log(self, entry: QueryLogEntry) -> None:
         with self._log_lock:
@@ -258,12 +272,14 @@ class _AdminServicer(admin_grpc.DatabaseAdminServicer):
         return Database(name=request.name, state=Database.State.READY, database_dialect=dialect)
 
     def GetDatabaseDdl(self, request, context):  # noqa: N802 - the gRPC method name
-        self._server._database(request.database, context)
+        db = self._server._database(request.database, context)
         cfg = self._server.config
         retention = f"{int(cfg.retention)}s"
+        dialect = cfg.dialect_of(db)
         return GetDatabaseDdlResponse(
             statements=[
-                f"CREATE CHANGE STREAM {cfg.stream} FOR ALL OPTIONS (retention_period = '{retention}')"
+                *self._server.tables.ddl(dialect),
+                f"CREATE CHANGE STREAM {cfg.stream} FOR ALL OPTIONS (retention_period = '{retention}')",
             ]
         )
 
@@ -281,6 +297,11 @@ def _spanner_handler(server: SimulatorServer) -> grpc.GenericRpcHandler:
             server.batch_create_sessions, t.BatchCreateSessionsRequest, t.BatchCreateSessionsResponse
         ),
         "GetSession": unary(server.get_session, t.GetSessionRequest, t.Session),
+        "BeginTransaction": grpc.unary_unary_rpc_method_handler(
+            server.begin_transaction,
+            request_deserializer=t.BeginTransactionRequest.pb().FromString,
+            response_serializer=Transaction.serialize,
+        ),
         "DeleteSession": grpc.unary_unary_rpc_method_handler(
             server.delete_session,
             request_deserializer=t.DeleteSessionRequest.deserialize,

@@ -90,6 +90,11 @@ def _timestamp(value, name: str) -> int | None:
         raise _invalid(f"Invalid value for {name}: {value!r} is not a timestamp") from None
 
 
+def is_change_stream_query(sql: str) -> bool:
+    """Return whether the statement reads a change stream (else it may poll a table)."""
+    return _GOOGLESQL.fullmatch(sql) is not None or _POSTGRESQL.fullmatch(sql) is not None
+
+
 def parse_query(sql: str, params) -> QuerySpec:
     """Return the query spec of a change stream query, or raise QueryError."""
     dialect, match = GOOGLESQL, _GOOGLESQL.fullmatch(sql)

@@ -1,0 +1,132 @@
+"""The deterministic sequence of messages one ReadChangeStream call returns.
+
+A read names a row range and where to start (tokens, or a start time that stands for a
+position just before it). If a partition with exactly that range is live at the start,
+the read serves it: its changes in commit order, a heartbeat whenever the requested
+interval passes without one, and at its end a CloseStream: OUT_OF_RANGE with a token
+per child piece and the children (a split or merge), or OK once end_time is passed.
+If no partition has that range then (the table was cut differently), the read closes at
+once with tokens for each live partition's share of the range and those partitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from . import encode
+from .keys import bounds_range, partition_range
+from .model import TableModel
+from .progress import Progress
+
+DATA, HEARTBEAT, CLOSE = "data", "heartbeat", "close"
+OK, OUT_OF_RANGE = 0, 11  # google.rpc.Code
+
+
+class Item(NamedTuple):
+    """Messages to send once the clock reaches ``release_us``."""
+
+    release_us: int
+    kind: str
+    messages: list[bytes]
+    status: int = OK  # a CLOSE's status code
+
+
+def lag_us(t_us: int) -> int:
+    """Return how far the estimated low watermark trails at t: 0-40 ms, so it sometimes steps back."""
+    return (t_us * 2654435761 >> 11) % 40_000
+
+
+def plan_read(
+    model: TableModel, lo: int, hi: int, progress: Progress, end_us: int | None, heartbeat_us: int
+) -> Iterator[Item]:
+    """Yield the items of a read of [lo, hi) from ``progress`` to ``end_us`` (None: open-ended)."""
+    instant = progress.low() + 1
+    partition = model.exact(lo, hi, instant)
+    if partition is None:
+        yield _redirect(model, lo, hi, progress, instant)
+        return
+    yield from _PartitionPlan(model, partition, progress, end_us, heartbeat_us).items()
+
+
+def _redirect(model: TableModel, lo: int, hi: int, progress: Progress, instant: int) -> Item:
+    """Return the CloseStream that sends a reader to the partitions live at ``instant`` instead."""
+    tokens, partitions = [], []
+    for partition in model.overlapping(lo, hi, instant):
+        a, b = max(lo, partition.lo), min(hi, partition.hi)
+        tokens.append((bounds_range(a, b), progress.restrict(a, b).encode()))
+        partitions.append(partition_range(partition))
+    message = "the requested range is not a partition at its start: read these partitions instead"
+    return Item(
+        instant, CLOSE, [encode.close_stream(OUT_OF_RANGE, message, tokens, partitions)], OUT_OF_RANGE
+    )
+
+
+class _PartitionPlan:
+    """The items of one live partition's read."""
+
+    def __init__(
+        self, model: TableModel, partition, progress: Progress, end_us: int | None, heartbeat_us: int
+    ):
+        self.model, self.partition, self.progress = model, partition, progress
+        self.row_range = partition_range(partition)
+        self.end_limit = None if end_us is None else end_us + 1
+        self.heartbeat_us = heartbeat_us
+        self.last = progress.low()  # time of the last item sent, or the start position
+
+    def items(self) -> Iterator[Item]:
+        """Yield changes and heartbeats second by second, then the CloseStream."""
+        second = (self.last + 1) // 1_000_000
+        while True:
+            second_end = (second + 1) * 1_000_000
+            self.model.topology.ensure(second_end)  # learn whether the partition ends in this second
+            bounds = (second_end, self.partition.end_us, self.end_limit)
+            limit = min(b for b in bounds if b is not None)
+            for entry in self.model.workload.second(second).by_token.get(self.partition.token, ()):
+                if entry.ts_us >= limit:
+                    break
+                if entry.ts_us > self.progress.position_of(entry.key):  # not delivered before a resume
+                    yield from self._heartbeats_until(entry.ts_us)
+                    yield self._data(entry)
+            yield from self._heartbeats_until(limit)
+            if limit == self.partition.end_us:
+                yield self._split_or_merge()
+                return
+            if limit == self.end_limit:
+                yield Item(limit, CLOSE, [encode.close_stream(OK, "", [], [])])
+                return
+            second += 1
+
+    def _heartbeats_until(self, t_us: int) -> Iterator[Item]:
+        """Yield a heartbeat each interval that passes before t_us without a change."""
+        while self.last + self.heartbeat_us < t_us:
+            self.last += self.heartbeat_us
+            self.progress.advance(self.last)
+            watermark = self.progress.low() - lag_us(self.last)
+            yield Item(
+                self.last, HEARTBEAT, [encode.heartbeat(self.row_range, self.progress.encode(), watermark)]
+            )
+
+    def _data(self, entry) -> Item:
+        """Return the messages of one change, its token and low watermark appended."""
+        self.last = entry.ts_us
+        self.progress.advance(entry.ts_us)
+        head, last = self.model.wire(entry)
+        tail = encode.data_tail(self.progress.encode(), self.progress.low() - 1 - lag_us(entry.ts_us))
+        return Item(entry.ts_us, DATA, [*head, last + tail])
+
+    def _split_or_merge(self) -> Item:
+        """Return the CloseStream at the partition's end: a token and new partition per child."""
+        end = self.partition.end_us
+        self.progress.advance(end - 1)
+        lo, hi = self.partition.lo, self.partition.hi
+        tokens, partitions = [], []
+        for child in self.partition.children:
+            a, b = max(lo, child.lo), min(hi, child.hi)
+            tokens.append((bounds_range(a, b), self.progress.restrict(a, b).encode()))
+            partitions.append(partition_range(child))
+        kind = "split" if len(self.partition.children) > 1 else "merge"
+        message = f"the partition ended in a {kind}: continue with the new partitions"
+        return Item(
+            end, CLOSE, [encode.close_stream(OUT_OF_RANGE, message, tokens, partitions)], OUT_OF_RANGE
+        )

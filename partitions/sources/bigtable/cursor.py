@@ -1,0 +1,139 @@
+"""A Bigtable partition's cursor: its row range and the continuation tokens to resume from.
+
+A cursor is JSON (the pipeline stores it with each checkpoint)::
+
+    {"range": [start hex, end hex],                       # the partition's rows; "" unbounded
+     "tokens": [{"range": [start hex, end hex], "token": "..."}, ...],   # sorted by start
+     "low_watermark": "2026-01-01T00:00:00+00:00"}        # only while a child waits to start
+
+A root partition has no tokens: it is read from a start time. A child starts from the
+tokens its parents handed over when they closed; it may be read once those tokens cover
+its range exactly (``child_ready``). After the first item of a read the cursor holds one
+token for the whole range, the latest the stream sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from ..base import NewPartition, PartitionState
+from .ranges import RowRange, covers
+
+RANGE, TOKENS, LOW_WATERMARK = "range", "tokens", "low_watermark"
+_GENERATION_MARK = "~g"
+
+
+class Token(NamedTuple):
+    """One continuation token: the row range it resumes and the server's opaque token text."""
+
+    row_range: RowRange
+    token: str
+
+
+def root_cursor(row_range: RowRange) -> dict[str, Any]:
+    """Return the cursor of a partition read from a start time (no tokens yet)."""
+    return {RANGE: row_range.to_json(), TOKENS: []}
+
+
+def tokens_cursor(
+    row_range: RowRange, tokens: Iterable[Token], low_watermark: datetime | None = None
+) -> dict[str, Any]:
+    """Return the cursor of a partition that resumes from these tokens."""
+    ordered = sorted(tokens, key=lambda t: t.row_range.start)
+    cursor: dict[str, Any] = {
+        RANGE: row_range.to_json(),
+        TOKENS: [{RANGE: t.row_range.to_json(), "token": t.token} for t in ordered],
+    }
+    if low_watermark is not None:
+        cursor[LOW_WATERMARK] = low_watermark.isoformat()
+    return cursor
+
+
+def parse_cursor(cursor: Mapping[str, Any]) -> tuple[RowRange, list[Token]]:
+    """Return (range, tokens) of a stored cursor; ValueError naming what is wrong."""
+    try:
+        row_range = RowRange.from_json(cursor[RANGE])
+        tokens = [Token(RowRange.from_json(t[RANGE]), str(t["token"])) for t in cursor.get(TOKENS) or ()]
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"not a Bigtable partition cursor ({error!r:.80}): {dict(cursor)!r:.200}") from None
+    return row_range, tokens
+
+
+def low_watermark(cursor: Mapping[str, Any]) -> datetime | None:
+    """Return the lowest watermark the parents of a waiting child reported, if any."""
+    value = cursor.get(LOW_WATERMARK)
+    return datetime.fromisoformat(value) if value else None
+
+
+def merge_cursor(stored: Mapping[str, Any], contribution: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a child's cursor once one more parent handed over its tokens.
+
+    The union of both token sets; a contributed token for a range already held replaces
+    it, so applying one parent's contribution twice changes nothing. The lower of the two
+    watermarks is kept: a merged child is only as far as its slowest parent.
+    """
+    if not stored:
+        return dict(contribution)
+    row_range, held = parse_cursor(stored)
+    other_range, added = parse_cursor(contribution)
+    if other_range != row_range:
+        raise ValueError(f"cannot merge cursors of different ranges: {row_range} and {other_range}")
+    by_range = {t.row_range: t for t in held}
+    by_range.update((t.row_range, t) for t in added)
+    lows = [w for w in (low_watermark(stored), low_watermark(contribution)) if w is not None]
+    return tokens_cursor(row_range, by_range.values(), min(lows) if lows else None)
+
+
+def is_covered(cursor: Mapping[str, Any]) -> bool:
+    """Return whether the cursor's tokens tile its range exactly (no gap, no overlap)."""
+    row_range, tokens = parse_cursor(cursor)
+    return covers(row_range, (t.row_range for t in tokens))
+
+
+def child_ready(child: PartitionState, parents_finished: bool) -> bool:
+    """Return whether a partition may be read now.
+
+    A root (no tokens) starts from its start time at once. A child waits until the
+    tokens collected from its parents cover its row range exactly: at once for a split,
+    after every parent closed for a merge. ``parents_finished`` is ignored: Bigtable does
+    not name a child's parents, so the tokens are the only evidence.
+    """
+    _, tokens = parse_cursor(child.cursor)
+    return not tokens or is_covered(child.cursor)
+
+
+def generation_token(base: str, generation: int) -> str:
+    """Return the token of one generation of a range: the base for the first, then base~gN."""
+    return base if generation == 0 else f"{base}{_GENERATION_MARK}{generation}"
+
+
+def split_generation(token: str) -> tuple[str, int]:
+    """Return (base token, generation) of a token made by ``generation_token``."""
+    base, mark, number = token.rpartition(_GENERATION_MARK)
+    if mark and number.isdigit():
+        return base, int(number)
+    return token, 0
+
+
+def place_child(child: NewPartition, known: Mapping[str, Mapping[str, Any]]) -> tuple[str, bool]:
+    """Return (token to store the child under, whether to merge into the stored one).
+
+    The same row range can come back (a split undone by a merge), and its token must
+    then name a new partition, not the finished one. ``known`` maps the tokens of the
+    stream's partitions of the child's range (every generation) to their cursors. The
+    newest generation takes the contribution while it holds some tokens that do not yet
+    cover it (its other parents have not closed); once covered, or if it is a root read
+    from a time, it has started or may start, so the child is a new generation. Call it
+    under the lock that serialises child creation.
+    """
+    base = child.token
+    generations = sorted(split_generation(t)[1] for t in known if split_generation(t)[0] == base)
+    if not generations:
+        return base, False
+    newest = generation_token(base, generations[-1])
+    _, tokens = parse_cursor(known[newest])
+    if tokens and not is_covered(known[newest]):
+        return newest, True
+    return generation_token(base, generations[-1] + 1), False

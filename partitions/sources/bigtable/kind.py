@@ -1,0 +1,155 @@
+"""The "bigtable" source kind: its settings, their validation, and the connected Source.
+
+Settings name one table's change stream: project, instance, table and the app profile
+to read through (it must route to a single cluster). ``connect`` returns a Source on
+the process's shared client; BIGTABLE_EMULATOR_HOST points it at the simulator.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from ..base import NewPartition, PartitionState, ReadOptions, Setting, SettingsError
+from . import cursor as cursors
+from .client import data_client, emulator_host, table_path
+from .landing import READ_METHOD, landing_table
+from .reader import BigtableRead
+from .roots import initial_partitions
+
+# Formats as the Cloud Console and the Admin API accept them.
+_PROJECT = re.compile(r"(?:[a-z][a-z0-9.-]{0,61}[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
+_INSTANCE = re.compile(r"[a-z][a-z0-9-]{4,31}[a-z0-9]")
+_TABLE = re.compile(r"[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}")
+_APP_PROFILE = re.compile(r"[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}")
+
+_RULES = {
+    "project": (
+        _PROJECT,
+        "a project id is 6-30 lowercase letters, digits and hyphens, starting with a letter",
+    ),
+    "instance": (
+        _INSTANCE,
+        "an instance id is 6-33 lowercase letters, digits and hyphens, starting with a letter "
+        "and not ending with a hyphen",
+    ),
+    "table": (_TABLE, "a table id is 1-50 letters, digits, '_', '-' and '.', not starting with '-' or '.'"),
+    "app_profile": (
+        _APP_PROFILE,
+        "an app profile id is 1-50 letters, digits, '_', '-' and '.', not starting with '-' or '.'",
+    ),
+}
+
+
+class BigtableKind:
+    """Bigtable change streams: row-range partitions that split and merge, read by cdcweb's workers."""
+
+    name = "bigtable"
+    label = "Bigtable change stream"
+    read_method = READ_METHOD
+    reads = True
+    lineage = True
+    windows = True  # a read covers [watermark, watermark + window], continued from its tokens
+    settings = (
+        Setting(
+            "project", "Project", help="Google Cloud project id of the Bigtable instance", cli="--project"
+        ),
+        Setting("instance", "Instance", help="Bigtable instance id", cli="--instance"),
+        Setting("table", "Table", help="table id; its change stream must be enabled", cli="--table"),
+        Setting(
+            "app_profile",
+            "App profile",
+            help="app profile to read through; it must use single-cluster routing",
+            cli="--app-profile",
+        ),
+    )
+
+    def clean(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Return the settings stripped and checked, or raise SettingsError naming each bad one."""
+        cleaned, errors = {}, {}
+        for setting in self.settings:
+            value = values.get(setting.name)
+            text = value.strip() if isinstance(value, str) else value
+            pattern, rule = _RULES[setting.name]
+            if text is None or text == "":
+                errors[setting.name] = "this setting is required"
+            elif not isinstance(text, str):
+                errors[setting.name] = f"expected text, got {type(value).__name__}"
+            elif not pattern.fullmatch(text):
+                errors[setting.name] = f"{text!r} is not valid: {rule}"
+            else:
+                cleaned[setting.name] = text
+        unknown = sorted(set(values) - {s.name for s in self.settings})
+        for name in unknown:
+            errors[name] = "not a setting of a Bigtable change stream"
+        if errors:
+            raise SettingsError(errors)
+        return cleaned
+
+    def merge_cursor(self, stored: dict[str, Any], contribution: dict[str, Any]) -> dict[str, Any]:
+        """Return a child's cursor with one more parent's tokens added."""
+        return cursors.merge_cursor(stored, contribution)
+
+    def child_ready(self, child: PartitionState, parents_finished: bool) -> bool:
+        """Return whether the child's tokens cover its row range exactly (parents are not named)."""
+        return cursors.child_ready(child, parents_finished)
+
+    def place_child(self, child: NewPartition, known: dict[str, dict[str, Any]]) -> tuple[str, bool]:
+        """Return the generation of the child's range to store it under, and whether it exists."""
+        return cursors.place_child(child, known)
+
+    def notes(self, values: dict[str, Any]) -> list[str]:
+        """Return what a reader of Bigtable change streams must know."""
+        return [
+            "Watermarks are Bigtable's estimated low watermarks: an estimate, not a guarantee that no "
+            "earlier change can still arrive.",
+            "Garbage-collection deletes are changes too; they land with is_system_transaction set, and "
+            "the reports count them apart from users' changes.",
+        ]
+
+    def describe(self, values: dict[str, Any]) -> str:
+        """Return one line naming the source, as pages show it."""
+        where = f"{values.get('project')}/{values.get('instance')}"
+        return f"{where}: table {values.get('table')} via app profile {values.get('app_profile')}"
+
+    def connect(self, values: dict[str, Any]) -> BigtableSource:
+        """Return a Source on the shared client (the emulator's when BIGTABLE_EMULATOR_HOST is set)."""
+        return BigtableSource(
+            data_client(emulator_host()),
+            values["project"],
+            values["instance"],
+            values["table"],
+            values["app_profile"],
+        )
+
+
+class BigtableSource:
+    """One stream's table, read through one app profile with the process's client."""
+
+    def __init__(self, client, project: str, instance: str, table: str, app_profile: str):
+        self.client = client
+        self.table = table
+        self.table_name = table_path(project, instance, table)
+        self.app_profile = app_profile
+
+    def roots(self, at: datetime, end: datetime | None, options: ReadOptions) -> list[NewPartition]:
+        """Return the table's partitions now, each to be read from ``at`` (end is not needed)."""
+        return initial_partitions(self.client, self.table_name, self.app_profile, at, options)
+
+    def read(self, partition: PartitionState, end: datetime | None, options: ReadOptions) -> BigtableRead:
+        """Return a read of the partition from its tokens (or its watermark) to ``end``."""
+        return BigtableRead(self.client, self.table_name, self.app_profile, partition, end, options)
+
+    def landing_table(self, stream_name: str, token: str, records: list, read_at: datetime) -> pa.Table:
+        """Return the landing rows (one per mod) of some changes of one partition."""
+        return landing_table(self.table, stream_name, token, records, read_at)
+
+    def next_read_delay(self, read: BigtableRead) -> float:
+        """Return 0: a change stream read waits on the server, so the next read may start at once."""
+        return 0.0
+
+
+KIND = BigtableKind()

@@ -1,0 +1,1 @@
+"""The Spanner change stream kind: reads with ``partitions.changestream`` (pure, no Django)."""

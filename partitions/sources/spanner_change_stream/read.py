@@ -1,0 +1,67 @@
+"""One window read of one change stream partition, in the shape of the source-kind contract.
+
+Pure Python, no Django. It wraps ``ChangeStreamReader.read``: data change records pass
+through, a heartbeat becomes PROGRESS, and the child partitions records that end a
+partition are gathered into one ``Ended``. A query may return several child partitions
+records before it ends (the seed's initial-query example returns two records for three
+tokens; all records of one query share a start timestamp), so the read keeps every one
+of them and announces the children only when the query is over: keeping just the last
+record would lose the children the earlier ones named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+from partitions.changestream.errors import ChangeRecordError
+from partitions.changestream.reader import ChangeStreamReader
+from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord, HeartbeatRecord
+from partitions.sources.base import PROGRESS, Ended, NewPartition, PartitionState
+
+
+class ChangeStreamRead:
+    """Read one partition from its watermark to ``end``; ``watermark`` follows what was yielded."""
+
+    def __init__(self, reader: ChangeStreamReader, partition: PartitionState, end: datetime | None):
+        self.token = partition.token
+        self.watermark = partition.watermark
+        self.cursor: dict = {}
+        self._records = reader.read(partition.token, partition.watermark, end)
+
+    def __iter__(self) -> Iterator[object]:
+        """Yield data change records, PROGRESS per heartbeat, and Ended once the query ended it."""
+        ends: list[ChildPartitionsRecord] = []
+        for record in self._records:
+            kind = type(record)
+            if kind is DataChangeRecord:
+                if record.commit_timestamp > self.watermark:
+                    self.watermark = record.commit_timestamp
+                yield record
+            elif kind is HeartbeatRecord:
+                if record.timestamp > self.watermark:
+                    self.watermark = record.timestamp
+                yield PROGRESS
+            else:
+                ends.append(record)
+        if ends:
+            yield self._ended(ends)
+
+    def _ended(self, records: list[ChildPartitionsRecord]) -> Ended:
+        at = records[0].start_timestamp
+        if any(r.start_timestamp != at for r in records):
+            raise ChangeRecordError(
+                "child partitions records of one query have different start timestamps",
+                field="start_timestamp",
+                partition_token=self.token,
+            )
+        children: dict[str, NewPartition] = {}
+        for record in records:
+            for child in record.child_partitions:
+                children.setdefault(child.token, NewPartition(child.token, at, child.parent_partition_tokens))
+        self.watermark = max(self.watermark, at)
+        return Ended(at, tuple(children.values()))
+
+    def close(self) -> None:
+        """Cancel the query if it is still open (the generator's cleanup ends the call)."""
+        self._records.close()
