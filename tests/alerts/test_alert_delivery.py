@@ -1,0 +1,150 @@
+"""Delivery: signed webhooks, Slack and email; transient failures retried, every attempt recorded."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.core import mail
+
+from cdcweb.alerts import delivery
+from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt
+from cdcweb.alerts.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign, verify
+from cdcweb.alerts.tasks import deliver_alert_task
+from streams.models import Stream
+from tests.alerts.receiver import start_receiver, stop_receiver
+
+pytestmark = pytest.mark.django_db
+S = DeliveryAttempt.Status
+SECRET = "a-secret-of-32-characters-long!!"
+NOTICE = "0b0e2f8e-6a43-4c39-9d2e-6f1d8e0c1a11"
+
+
+@pytest.fixture
+def receiver():
+    receiver = start_receiver()
+    yield receiver
+    stop_receiver(receiver)
+
+
+@pytest.fixture
+def alert(make_stream) -> Alert:
+    stream = make_stream("orders", state=Stream.State.FAILED)
+    rule = AlertRule.objects.create(name="failed", kind=AlertRule.Kind.STREAM_FAILED, stream=stream)
+    return Alert.objects.create(
+        rule=rule, stream=stream, kind=rule.kind, summary="orders: FAILED", evidence={"state": "FAILED"}
+    )
+
+
+@pytest.fixture
+def hook(receiver) -> Channel:
+    return Channel.objects.create(name="hook", kind=Channel.Kind.WEBHOOK, url=receiver.url, secret=SECRET)
+
+
+def attempts() -> list[tuple]:
+    return list(DeliveryAttempt.objects.order_by("id").values_list("attempt", "status", "http_status"))
+
+
+def test_a_webhook_gets_the_alert_as_signed_json(alert, hook, receiver):
+    # when a firing notice is delivered
+    assert delivery.deliver(alert, hook, "firing", NOTICE, attempt=1, final=False) == S.SENT
+    # then the receiver got the alert, and the signature verifies with the channel's secret
+    (got,) = receiver.received
+    body = got.json()
+    assert (body["event"], body["id"], body["alert"]["summary"]) == ("firing", NOTICE, "orders: FAILED")
+    assert (body["rule"]["name"], body["stream"]["name"], body["evidence"]) == (
+        "failed",
+        "orders",
+        {"state": "FAILED"},
+    )
+    assert body["stream"]["url"].startswith("http://127.0.0.1:8000/streams/")
+    assert verify(SECRET, got.headers[TIMESTAMP_HEADER], got.body, got.headers[SIGNATURE_HEADER])
+    assert not verify(
+        "another-secret", got.headers[TIMESTAMP_HEADER], got.body, got.headers[SIGNATURE_HEADER]
+    )
+    assert got.headers["X-Cdcweb-Delivery"] == NOTICE
+    assert attempts() == [(1, S.SENT, 200)]
+
+
+def test_a_signature_older_than_the_tolerance_is_refused():
+    body = b'{"id": 1}'
+    signature = sign(SECRET, "1000", body)
+    assert verify(SECRET, "1000", body, signature, now=1000 + 299)
+    assert not verify(SECRET, "1000", body, signature, now=1000 + 301)
+    assert not verify(SECRET, "1000", body + b" ", signature, now=1000)
+
+
+@pytest.mark.parametrize(
+    ("answer", "retried"), [(500, True), (503, True), (429, True), (404, False), (400, False)]
+)
+def test_server_errors_and_throttling_are_retried_other_refusals_are_not(
+    alert, hook, receiver, answer, retried
+):
+    receiver.answers = [answer]
+    if retried:
+        with pytest.raises(delivery.TransientDeliveryError):
+            delivery.deliver(alert, hook, "firing", NOTICE, attempt=1, final=False)
+    else:
+        delivery.deliver(alert, hook, "firing", NOTICE, attempt=1, final=False)
+    assert attempts() == [(1, S.RETRYING if retried else S.FAILED, answer)]
+    assert "receiver says no" in DeliveryAttempt.objects.get().error
+
+
+def test_the_last_attempt_fails_for_good(alert, hook, receiver):
+    receiver.answers = [500]
+    assert delivery.deliver(alert, hook, "firing", NOTICE, attempt=7, final=True) == S.FAILED
+    assert attempts() == [(7, S.FAILED, 500)]
+
+
+def test_a_refused_connection_or_a_timeout_is_retried(alert, receiver, settings):
+    settings.CDC_ALERT_DELIVERY_TIMEOUT = 0.3
+    receiver.delay = 1.0
+    nowhere = Channel.objects.create(name="down", kind="webhook", url="http://127.0.0.1:9/h", secret=SECRET)
+    slow = Channel.objects.create(name="slow", kind="webhook", url=receiver.url, secret=SECRET)
+    for channel in (nowhere, slow):
+        with pytest.raises(delivery.TransientDeliveryError):
+            delivery.deliver(alert, channel, "firing", str(uuid.uuid4()), attempt=1, final=False)
+    errors = list(DeliveryAttempt.objects.order_by("id").values_list("status", "error"))
+    assert [status for status, _ in errors] == [S.RETRYING, S.RETRYING]
+    assert "ConnectionRefusedError" in errors[0][1]
+    assert "timed out" in errors[1][1]
+
+
+def test_the_task_retries_with_backoff_until_the_receiver_takes_it(alert, hook, receiver):
+    # given a receiver that fails twice, then accepts
+    receiver.answers = [500, 502]
+    # when the delivery task runs (eagerly here: its retries run at once)
+    deliver_alert_task.apply(args=(alert.pk, hook.pk, "firing", NOTICE))
+    # then three attempts are recorded and the receiver got the same notice three times
+    assert attempts() == [(1, S.RETRYING, 500), (2, S.RETRYING, 502), (3, S.SENT, 200)]
+    assert {r.json()["id"] for r in receiver.received} == {NOTICE}
+
+
+def test_a_notice_already_sent_is_not_sent_again(alert, hook, receiver):
+    delivery.deliver(alert, hook, "firing", NOTICE, attempt=1, final=False)
+    assert delivery.deliver(alert, hook, "firing", NOTICE, attempt=1, final=False) == "already sent"
+    assert len(receiver.received) == 1
+
+
+def test_slack_gets_a_text_with_links(alert, receiver):
+    slack = Channel.objects.create(name="chat", kind="slack", slack_url=receiver.url)
+    delivery.deliver(alert, slack, "firing", NOTICE, attempt=1, final=False)
+    text = receiver.received[0].json()["text"]
+    assert text.startswith(":red_circle: *FIRING* failed: orders: FAILED")
+    assert f"/alerts/{alert.pk}/|alert>" in text
+    assert "|lag chart>" in text
+
+
+def test_email_goes_through_djangos_mail_backend(alert, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.DEFAULT_FROM_EMAIL = "cdcweb@example.com"
+    channel = Channel.objects.create(
+        name="mail", kind="email", email_to=["ops@example.com", "sre@example.com"]
+    )
+    Alert.objects.filter(pk=alert.pk).update(state=Alert.State.RESOLVED)
+    alert.refresh_from_db()
+    assert delivery.deliver(alert, channel, "resolved", NOTICE, attempt=1, final=False) == S.SENT
+    (message,) = mail.outbox
+    assert message.subject == "[cdcweb] RESOLVED: failed · orders"
+    assert (message.from_email, message.to) == ("cdcweb@example.com", ["ops@example.com", "sre@example.com"])
+    assert f"/alerts/{alert.pk}/" in message.body
