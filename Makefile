@@ -1,19 +1,29 @@
 # make test: set up .venv if needed, lint, and run the whole suite.
 # make demo: set up .venv if needed and run the demo (see README).
+# make lock: pin requirements*.in, with hashes, into requirements*.txt (README: Dependencies).
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint format venv clean
+LOCKS := requirements.txt requirements-dev.txt
+COMPILE := $(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	--no-emit-index-url --no-emit-find-links
+
+.PHONY: test demo lint format venv lock clean
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt
+# Reinstalled whenever a lock is newer than the stamp; pip checks every hash (--require-hashes).
+$(STAMP): $(LOCKS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements.txt -r requirements-dev.txt
 	touch $(STAMP)
+
+lock: venv
+	$(COMPILE) -o requirements.txt requirements.in
+	$(COMPILE) -o requirements-dev.txt requirements-dev.in
 
 lint: venv
 	$(VENV)/bin/ruff check .

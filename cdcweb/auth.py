@@ -4,19 +4,28 @@ Measured under 50 polling clients (benchmarks/api_load.py): a cached API answer
 cost ~3 ms of CPU, two thirds of it building the ORM queries of token
 authentication (select_related, ~0.9 ms) and of ModelBackend's permissions (two
 queries, or one UNION at ~1.4 ms). The same reads as fixed SQL cost ~0.2 ms each.
+So an API request costs two queries to authenticate and authorize, whatever the
+user holds: the token with its user, and the user's permissions.
 """
 
 from __future__ import annotations
 
+import binascii
 from functools import cache
 
+import knox.auth
+from axes.backends import AxesStandaloneBackend
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
-from rest_framework import authentication, exceptions
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
+from knox.crypto import hash_token
+from knox.models import AuthToken
+from rest_framework import exceptions
 
 
 def _table(model) -> str:
@@ -71,35 +80,76 @@ class OneQueryModelBackend(ModelBackend):
 
 @cache
 def _token_sql() -> str:
-    """Return the SQL of a token's user (all columns) and the token's creation time."""
+    """Return the SQL of a token's user (all columns) with the token's own columns, by its digest."""
     user_model = get_user_model()
     return (
-        f"SELECT u.*, t.{_column(Token, 'created')} AS token_created FROM {_table(Token)} t "
-        f"JOIN {_table(user_model)} u ON u.{_column(user_model, 'id')} = t.{_column(Token, 'user')} "
-        f"WHERE t.{_column(Token, 'key')} = %s"
+        f"SELECT u.*, t.{_column(AuthToken, 'token_key')} AS token_key, "
+        f"t.{_column(AuthToken, 'created')} AS token_created, "
+        f"t.{_column(AuthToken, 'expiry')} AS token_expiry FROM {_table(AuthToken)} t "
+        f"JOIN {_table(user_model)} u ON u.{_column(user_model, 'id')} = t.{_column(AuthToken, 'user')} "
+        f"WHERE t.{_column(AuthToken, 'digest')} = %s"
     )
 
 
-def _created(value):
-    """Convert the raw token_created column as the ORM would (SQLite returns text)."""
-    column = Token._meta.get_field("created").get_col(Token._meta.db_table)
+def _from_db(field: str, value):
+    """Convert a raw token column as the ORM would (SQLite returns timestamps as text)."""
+    column = AuthToken._meta.get_field(field).get_col(AuthToken._meta.db_table)
     for convert in connection.ops.get_db_converters(column) + column.get_db_converters(connection):
         value = convert(value, column, connection)
     return value
 
 
-class TokenAuthentication(authentication.TokenAuthentication):
-    """DRF's token authentication ("Authorization: Token ..."), reading token and user in one fixed query."""
+class TokenAuthentication(knox.auth.TokenAuthentication):
+    """Knox's hashed, expiring tokens ("Authorization: Token ..."), token and user read in one fixed query.
 
-    def authenticate_credentials(self, key):
-        """Return (user, token) for an active user's token; 401 otherwise, as DRF does."""
-        user = next(iter(get_user_model().objects.raw(_token_sql(), [key])), None)
+    Knox itself finds the token by its first characters with its user, then reads every
+    other token of the user to delete the expired ones: two ORM queries a request. Here the
+    token is found by its digest (the primary key), an expired one is refused (and deleted),
+    and `manage.py cdc_token --purge-expired` deletes the rest.
+    """
+
+    def authenticate_credentials(self, token: bytes):
+        """Return (user, token) for an active user's unexpired token; 401 otherwise, as knox does."""
+        try:
+            digest = hash_token(token.decode("ascii"))
+        except (UnicodeDecodeError, binascii.Error, TypeError):
+            raise exceptions.AuthenticationFailed("Invalid token.") from None
+        user = next(iter(get_user_model().objects.raw(_token_sql(), [digest])), None)
         if user is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
+        expiry = _from_db("expiry", user.token_expiry)
+        if expiry is not None and expiry <= timezone.now():
+            AuthToken.objects.filter(digest=digest).delete()
+            raise exceptions.AuthenticationFailed("Token expired.")
         if not user.is_active:
             raise exceptions.AuthenticationFailed("User inactive or deleted.")
-        token = Token.from_db(
-            connection.alias, ["key", "user_id", "created"], [key, user.pk, _created(user.token_created)]
-        )
-        token.user = user
-        return user, token
+        fields = ["digest", "token_key", "user_id", "created", "expiry"]
+        values = [digest, user.token_key, user.pk, _from_db("created", user.token_created), expiry]
+        auth_token = AuthToken.from_db(connection.alias, fields, values)
+        auth_token.user = user
+        return user, auth_token
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI security scheme of TokenAuthentication: "Authorization: Token <token>"."""
+
+    target_class = "cdcweb.auth.TokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        """Return the header scheme, as drf-spectacular describes DRF's and knox's tokens."""
+        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Token")
+
+
+class LockoutBackend(AxesStandaloneBackend):
+    """django-axes' lockout check, for logins that come with a request (form, admin, token endpoint).
+
+    An authenticate() call without one (a script, the test client's login) is no one
+    guessing passwords over the network: it is left to the next backend.
+    """
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        """Refuse a locked-out user name and address (403), or pass to the next backend."""
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)

@@ -1,4 +1,4 @@
-"""WSGI entry point."""
+"""WSGI entry point (gunicorn, and runserver through WSGI_APPLICATION)."""
 
 import os
 
@@ -6,3 +6,7 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
 application = get_wsgi_application()
+
+from cdcweb.security import refuse_development_key  # noqa: E402 - needs the settings configured above
+
+refuse_development_key()

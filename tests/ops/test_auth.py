@@ -1,6 +1,8 @@
-"""cdcweb.auth: token authentication and permissions as DRF and Django give them, each in one query."""
+"""cdcweb.auth: hashed knox tokens and permissions as knox and Django give them, each in one query."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from django.apps import apps
@@ -8,11 +10,15 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from rest_framework import authentication, exceptions
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
+from knox.auth import TokenAuthentication as KnoxTokenAuthentication
+from knox.models import AuthToken
+from rest_framework import exceptions
+from rest_framework.test import APIClient
 
 from cdcweb.auth import OneQueryModelBackend, TokenAuthentication
 from streams.roles import VIEWERS, ensure_roles
+from tests.factories.lineage import make_stream
 
 
 @pytest.fixture
@@ -47,25 +53,57 @@ def test_superusers_hold_every_permission_and_inactive_users_none(user):
     assert not user.has_perm("streams.view_stream")
 
 
+def test_tokens_are_stored_only_as_digests(user):
+    # given a token issued to the user
+    stored, text = AuthToken.objects.create(user=user)
+    # then its text is nowhere in the database, and its digest is a SHA-512
+    assert text not in {stored.digest, stored.token_key}
+    assert len(stored.digest) == 128
+    assert not AuthToken.objects.filter(digest=text).exists()
+
+
 def test_a_token_gives_its_user_and_the_stored_token_in_one_query(user):
-    token = Token.objects.create(user=user)
+    stored, text = AuthToken.objects.create(user=user)
     with CaptureQueriesContext(connection) as queries:
-        found_user, found_token = TokenAuthentication().authenticate_credentials(token.key)
+        found_user, found_token = TokenAuthentication().authenticate_credentials(text.encode())
     assert len(queries) == 1
-    expected_user, expected_token = authentication.TokenAuthentication().authenticate_credentials(token.key)
+    expected_user, expected_token = KnoxTokenAuthentication().authenticate_credentials(text.encode())
     assert (found_user.pk, found_user.username, found_user.is_active) == (user.pk, "vera", True)
     assert found_user.date_joined == expected_user.date_joined
-    assert (found_token.key, found_token.user_id, found_token.created) == (
-        expected_token.key,
-        expected_token.user_id,
-        expected_token.created,
-    )
+    for field in ("digest", "token_key", "user_id", "created", "expiry"):
+        assert getattr(found_token, field) == getattr(expected_token, field), field
 
 
-def test_unknown_tokens_and_inactive_users_are_refused(user):
-    token = Token.objects.create(user=user)
+def test_an_api_read_costs_two_queries_to_authenticate_and_authorize(user, django_assert_num_queries):
+    # given a viewer's token and an answer the API cache already holds
+    stream = make_stream("orders", 3)
+    client = APIClient(HTTP_AUTHORIZATION=f"Token {AuthToken.objects.create(user=user)[1]}")
+    url = f"/api/v1/streams/{stream.pk}/"
+    assert client.get(url).status_code == 200
+    # when the viewer reads it again, then only the token and the permissions are read
+    # (knox's own authentication reads the user's other tokens too: three queries)
+    with django_assert_num_queries(2):
+        assert client.get(url).status_code == 200
+
+
+def test_unknown_expired_and_inactive_users_tokens_are_refused(user):
+    _, text = AuthToken.objects.create(user=user)
     with pytest.raises(exceptions.AuthenticationFailed, match="Invalid token"):
-        TokenAuthentication().authenticate_credentials("no-such-token")
+        TokenAuthentication().authenticate_credentials(b"no-such-token")
+    with pytest.raises(exceptions.AuthenticationFailed, match="Invalid token"):
+        TokenAuthentication().authenticate_credentials("é".encode())
+    _, old = AuthToken.objects.create(user=user, expiry=timedelta(seconds=-1))
+    with pytest.raises(exceptions.AuthenticationFailed, match="expired"):
+        TokenAuthentication().authenticate_credentials(old.encode())
+    assert AuthToken.objects.filter(user=user).count() == 1  # the expired one is gone
     User.objects.filter(pk=user.pk).update(is_active=False)
     with pytest.raises(exceptions.AuthenticationFailed, match="inactive"):
-        TokenAuthentication().authenticate_credentials(token.key)
+        TokenAuthentication().authenticate_credentials(text.encode())
+
+
+def test_a_token_past_its_expiry_gets_401(user):
+    stored, text = AuthToken.objects.create(user=user, expiry=timedelta(days=90))
+    client = APIClient(HTTP_AUTHORIZATION=f"Token {text}")
+    assert client.get("/api/v1/streams/").status_code == 200
+    AuthToken.objects.filter(pk=stored.pk).update(expiry=timezone.now() - timedelta(seconds=1))
+    assert client.get("/api/v1/streams/").status_code == 401
