@@ -39,11 +39,11 @@ def ensure_data(rebuild: bool = False) -> dict:
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
     from django.db import connection
-    from rest_framework.authtoken.models import Token
+    from knox.models import AuthToken
 
-    from benchmarks.api_data import make_stream
     from streams.models import Stream
     from streams.roles import OPERATORS, ensure_roles
+    from tests.factories.lineage import make_stream
 
     call_command("migrate", verbosity=0, interactive=False)
     ensure_roles(apps)
@@ -61,5 +61,5 @@ def ensure_data(rebuild: bool = False) -> dict:
         user.groups.add(Group.objects.get(name=OPERATORS))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # fresh statistics after the bulk load, as autovacuum would give
-    token, _ = Token.objects.get_or_create(user=user)
-    return {"streams": streams, "token": token.key}
+    # A fresh token each run: knox keeps only digests, so an old one cannot be read back.
+    return {"streams": streams, "token": AuthToken.objects.create(user=user, expiry=None)[1]}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,8 @@ def pipeline_env(args: argparse.Namespace, var: Path, sim_port: int) -> dict:
         "SPANNER_DISABLE_BUILTIN_METRICS": "true",
         "CDC_API_CACHE_SECONDS": str(args.cache_seconds),
     }
+    # gunicorn refuses the development secret key (cdcweb/security.py): a throwaway one.
+    env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
     if args.cache_url:
         env["CACHE_URL"] = args.cache_url
     return env
@@ -60,7 +63,7 @@ def pipeline_env(args: argparse.Namespace, var: Path, sim_port: int) -> dict:
 def pause_synthetic_streams() -> None:
     """Keep the workers off bench-1k and bench-10k: their partitions exist in no source.
 
-    Benchmark data, set directly as api_data.make_stream sets it; what the API
+    Benchmark data, set directly as tests.factories.lineage.make_stream sets it; what the API
     computes for a stream does not depend on its state.
     """
     from streams.models import Stream
@@ -130,6 +133,7 @@ def live_records() -> int:
 def live_status() -> str:
     """Return bench-live's state, partitions and lag, as the API shows them."""
     from streams.api.serializers import StreamSerializer
+
     from streams.models import Stream
 
     data = StreamSerializer(Stream.objects.get(name=LIVE)).data

@@ -37,7 +37,7 @@ from partitions.changestream.decode import GoogleSqlDecoder  # noqa: E402
 from partitions.changestream.parse import decode_postgresql_value  # noqa: E402
 from partitions.changestream.query import build_query  # noqa: E402
 from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord  # noqa: E402
-from partitions.changestream.times import format_time  # noqa: E402
+from streams.times import format_time  # noqa: E402
 
 DATABASES = {"googlesql": "demo-db", "postgresql": "demo-pg"}
 PREFIX = "projects/bench/instances/bench/databases/"

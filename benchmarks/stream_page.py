@@ -1,7 +1,7 @@
 """Benchmark: server time and query count of the stream page and its live parts.
 
 Two streams in PostgreSQL, one with 1,000 and one with 10,000 partitions (lineage
-of splits and merges over 30 days, built by benchmarks/api_data.py), each with 30
+of splits and merges over 30 days, built by tests/factories/lineage.py), each with 30
 days of lag samples in the tiers partitions/lag.py keeps. Every page is requested
 through Django's full handler (middleware, session login, templates) with the test
 client; the time is the server's, without a network or a browser.
@@ -51,8 +51,8 @@ def setup_django(url: str) -> None:
 
 def stream_of(partitions: int):
     """Return the benchmark stream with this many partitions, building it on first use."""
-    from benchmarks.api_data import make_stream
     from streams.models import Stream
+    from tests.factories.lineage import make_stream
 
     name = f"page-bench-{partitions}"
     stream = Stream.objects.filter(name=name).first()

@@ -1,68 +1,43 @@
-"""Operations endpoints: /metrics for Prometheus and /healthz, both without login.
+"""Operations endpoints: /metrics for Prometheus and /healthz, without a user login.
 
-The metrics come from a custom collector that reads database aggregates at scrape
-time (four queries, whatever the number of partitions), so every process that
-serves /metrics reports the same figures and nothing is kept in memory.
+/metrics asks for "Authorization: Bearer <CDC_METRICS_TOKEN>" when that is set (open
+when unset, as in the demo on 127.0.0.1). /healthz says "ok" or "fail" per dependency,
+never why (that goes to the log), and answers from its last check for a few seconds,
+so probes cannot turn it into a load on the database and the broker.
+
+The metrics come from a custom collector that reads the database at scrape time (four
+queries, whatever the number of partitions; progress from the read model, the same
+figures the pages and the API show), so every process that serves /metrics reports
+the same and nothing is kept in memory.
 """
 
 from __future__ import annotations
 
+import hmac
+import logging
+import threading
+import time
 from collections import Counter, defaultdict
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Count, Max
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from partitions.models import Partition, PartitionEdge
-from streams import status
+from partitions.progress import StreamProgress, progress_of
 from streams.models import Stream
 
 # Seconds from the last parent finishing to the child running (the parent-wait rule's cost).
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BROKER_TIMEOUT = 2.0
 LABELS = ["stream", "state"]
-
-
-def _partition_stats() -> dict[int, dict]:
-    """Return per stream: partitions by state, records, stalled count and low-watermark inputs."""
-    unfinished = ~Q(state=Partition.State.FINISHED)
-    rows = Partition.objects.values("stream_id", "state").order_by()
-    rows = rows.annotate(
-        n=Count("id"),
-        records=Sum("data_records"),
-        stalled=Count("id", filter=Q(stalled=True)),
-        low=Min("watermark", filter=unfinished),
-        last_end=Max("end_at"),
-        last_watermark=Max("watermark"),
-    )
-    stats: dict[int, dict] = defaultdict(
-        lambda: {"by_state": Counter(), "records": 0, "stalled": 0, "lows": []}
-    )
-    for row in rows:
-        entry = stats[row["stream_id"]]
-        entry["by_state"][row["state"]] += row["n"]
-        entry["records"] += row["records"] or 0
-        entry["stalled"] += row["stalled"]
-        entry["lows"].append(row)
-    return stats
-
-
-def _low_watermark(stream: Stream, entry: dict):
-    """Return the stream's low watermark from its per-state rows, as streams.status defines it."""
-    rows = entry["lows"]
-    unfinished = [r["low"] for r in rows if r["low"] is not None]
-    agg = {
-        "total": sum(r["n"] for r in rows),
-        "unfinished": sum(r["n"] for r in rows if r["state"] != Partition.State.FINISHED),
-        "low": min(unfinished, default=None),
-        "last_end": max((r["last_end"] for r in rows if r["last_end"]), default=None),
-        "last_watermark": max((r["last_watermark"] for r in rows if r["last_watermark"]), default=None),
-    }
-    return status._low_watermark(stream, agg)
+# A health answer is reused this long: at most one check of each dependency per process per period.
+HEALTH_CACHE_SECONDS = 5.0
+log = logging.getLogger(__name__)
 
 
 def _splits_and_merges() -> tuple[Counter, Counter]:
@@ -109,9 +84,10 @@ class StreamCollector:
         """Yield one family per figure, labelled by stream name and stream state."""
         families = self._families()
         streams = list(Stream.objects.order_by("name").only("id", "name", "state", "end_at"))
-        stats, (splits, merges), waits = _partition_stats(), _splits_and_merges(), _scheduling_latencies()
+        progress, waits = progress_of(streams), _scheduling_latencies()
+        splits, merges = _splits_and_merges()
         for stream in streams:
-            self._add(families, stream, stats.get(stream.pk), splits[stream.pk], merges[stream.pk], waits)
+            self._add(families, stream, progress[stream.pk], splits[stream.pk], merges[stream.pk], waits)
         yield from families.values()
 
     @staticmethod
@@ -147,20 +123,18 @@ class StreamCollector:
 
     @staticmethod
     def _add(
-        families: dict, stream: Stream, entry: dict | None, splits: int, merges: int, waits: dict
+        families: dict, stream: Stream, progress: StreamProgress, splits: int, merges: int, waits: dict
     ) -> None:
         labels = [stream.name, stream.state]
-        entry = entry or {"by_state": Counter(), "records": 0, "stalled": 0, "lows": []}
-        low = _low_watermark(stream, entry)
-        if low is not None:
-            families["low"].add_metric(labels, low.timestamp())
-            families["lag"].add_metric(labels, status._lag(stream, low))
+        if progress.low_watermark is not None:
+            families["low"].add_metric(labels, progress.low_watermark.timestamp())
+            families["lag"].add_metric(labels, progress.lag_seconds)
         for state in Partition.State.values:
-            families["partitions"].add_metric([*labels, state], entry["by_state"][state])
-        families["records"].add_metric(labels, entry["records"])
+            families["partitions"].add_metric([*labels, state], progress.by_state[state])
+        families["records"].add_metric(labels, progress.data_records)
         families["splits"].add_metric(labels, splits)
         families["merges"].add_metric(labels, merges)
-        families["stalled"].add_metric(labels, entry["stalled"])
+        families["stalled"].add_metric(labels, progress.stalled)
         buckets, total = _histogram(waits.get(stream.pk, []))
         families["latency"].add_metric(labels, buckets, total)
 
@@ -169,25 +143,37 @@ REGISTRY = CollectorRegistry(auto_describe=False)
 REGISTRY.register(StreamCollector())
 
 
+def _bearer_ok(request, expected: str) -> bool:
+    """Return True if the request carries "Authorization: Bearer <expected>" (compared in constant time)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected.encode())
+
+
 @require_GET
 def metrics(request) -> HttpResponse:
-    """Return every stream's figures in the Prometheus text format."""
+    """Return every stream's figures in the Prometheus text format (401 without the bearer token, if set)."""
+    expected = settings.CDC_METRICS_TOKEN
+    if expected and not _bearer_ok(request, expected):
+        response = HttpResponse("a bearer token is required (CDC_METRICS_TOKEN)\n", status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
 
 
-def check_database() -> str:
-    """Return "ok" if the database answers a query, else the error."""
+def check_database() -> bool:
+    """Return True if the database answers a query; log why not."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
-    except Exception as error:  # noqa: BLE001 - any failure means "down", and says why
-        return f"error: {error}"
-    return "ok"
+    except Exception:  # noqa: BLE001 - any failure means "down"; the log says why
+        log.warning("healthz: the database does not answer", exc_info=True)
+        return False
+    return True
 
 
-def check_broker(url: str | None = None) -> str:
-    """Return "ok" if the Celery broker accepts a connection within two seconds, else the error."""
+def check_broker(url: str | None = None) -> bool:
+    """Return True if the Celery broker accepts a connection within two seconds; log why not."""
     from kombu import Connection
 
     url = url if url is not None else settings.CELERY_BROKER_URL
@@ -195,14 +181,42 @@ def check_broker(url: str | None = None) -> str:
     try:
         with Connection(url, connect_timeout=BROKER_TIMEOUT, transport_options=options) as conn:
             conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=BROKER_TIMEOUT)
-    except Exception as error:  # noqa: BLE001 - any failure means "down", and says why
-        return f"error: {error}"
-    return "ok"
+    except Exception:  # noqa: BLE001 - any failure means "down"; the log says why
+        log.warning("healthz: the broker does not answer", exc_info=True)
+        return False
+    return True
+
+
+class HealthCache:
+    """The last health answer of this process, reused for HEALTH_CACHE_SECONDS; one check at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget the last answer."""
+        self._answer: dict[str, str] | None = None
+        self._at = -HEALTH_CACHE_SECONDS
+
+    def get(self) -> dict[str, str]:
+        """Return {"database": "ok"|"fail", "broker": "ok"|"fail"}, checking again once the last is old."""
+        with self._lock:
+            if self._answer is None or time.monotonic() - self._at >= HEALTH_CACHE_SECONDS:
+                checks = {"database": check_database(), "broker": check_broker()}
+                self._answer = {name: "ok" if up else "fail" for name, up in checks.items()}
+                self._at = time.monotonic()
+            return dict(self._answer)
+
+
+HEALTH = HealthCache()
 
 
 @require_GET
 def healthz(request) -> JsonResponse:
-    """Return {"database": "ok", "broker": "ok"} with 200, or 503 naming what is down."""
-    checks = {"database": check_database(), "broker": check_broker()}
+    """Return {"database": "ok", "broker": "ok"} with 200, or 503 with "fail" for what is down."""
+    checks = HEALTH.get()
     healthy = all(value == "ok" for value in checks.values())
-    return JsonResponse(checks, status=200 if healthy else 503)
+    response = JsonResponse(checks, status=200 if healthy else 503)
+    response["Cache-Control"] = "no-store"
+    return response

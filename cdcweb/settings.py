@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
+import orjson
 from celery.schedules import crontab
 from kombu import Queue
 
@@ -61,9 +63,17 @@ def database_config(url: str, sqlite_path: Path) -> dict:
 VAR_DIR = Path(env_str("CDC_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "insecure-cdcweb-development-key-change-me")
+# The web server refuses this key unless DJANGO_DEBUG is on (cdcweb/security.py); management
+# commands, workers and tests accept it, and the demo writes a random one to CDC_VAR_DIR.
+DEVELOPMENT_SECRET_KEY = "insecure-cdcweb-development-key-change-me"
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+# Served through a proxy that terminates TLS and sets X-Forwarded-Proto (and -For): trust them.
+CDC_BEHIND_TLS_PROXY = env_bool("CDC_BEHIND_TLS_PROXY", False)
+# Served over HTTPS (by the proxy above, or gunicorn's own certificate): secure cookies, HSTS,
+# and plain HTTP redirected. Off by default: the demo serves http://127.0.0.1:8000.
+CDC_HTTPS = env_bool("CDC_HTTPS", CDC_BEHIND_TLS_PROXY)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -73,12 +83,18 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "axes",
+    "csp",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "streams",
     "partitions",
+    "cdcweb.dashboard",
+    "cdcweb.reports",
+    "cdcweb.alerts",
+    "cdcweb.accounts",
 ]
 
 MIDDLEWARE = [
@@ -91,6 +107,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "cdcweb.urls"
@@ -127,8 +146,18 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 
-# ModelBackend's permissions in one query, not two (every API request checks one).
-AUTHENTICATION_BACKENDS = ["cdcweb.auth.OneQueryModelBackend"]
+# First the lockout of repeated failed logins (django-axes, for the login form, the admin and
+# the token endpoint), then ModelBackend with its permissions in one query, not two.
+AUTHENTICATION_BACKENDS = ["cdcweb.auth.LockoutBackend", "cdcweb.auth.OneQueryModelBackend"]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
 
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -140,6 +169,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["streams.api.permissions.RolePermission"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # orjson renders the 10,000-node lineage several times faster than the stdlib encoder.
+    # Non-string keys: a list field's errors are keyed by item index ({"key_columns": {0: [...]}}).
+    "ORJSON_RENDERER_OPTIONS": (orjson.OPT_NON_STR_KEYS,),
     "DEFAULT_RENDERER_CLASSES": [
         "drf_orjson_renderer.renderers.ORJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -147,10 +178,20 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "streams.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Only the token endpoint sets a throttle scope (cdcweb/accounts/api.py); keyed by client IP.
+    "DEFAULT_THROTTLE_RATES": {"auth": env_str("CDC_AUTH_THROTTLE_RATE", "10/minute")},
+    # The client address for throttles: the proxy's X-Forwarded-For entry behind one, else the peer.
+    "NUM_PROXIES": 1 if CDC_BEHIND_TLS_PROXY else 0,
 }
 # Polled read-only API answers are served from the cache for this long (0 turns it off);
 # see streams/api/cache.py. Local memory per process unless CACHE_URL names a shared one.
 API_CACHE_SECONDS = env_float("CDC_API_CACHE_SECONDS", 1.0)
+# Answers larger than this are not cached (one entry must not crowd out the rest).
+CDC_API_CACHE_MAX_BYTES = env_int("CDC_API_CACHE_MAX_BYTES", 1_048_576)
+# Bounds of one lineage or lag answer; past them the API answers 400 "narrow the window".
+CDC_API_MAX_WINDOW_DAYS = env_int("CDC_API_MAX_WINDOW_DAYS", 31)
+CDC_API_MAX_LINEAGE_NODES = env_int("CDC_API_MAX_LINEAGE_NODES", 20_000)
+CDC_API_MAX_LAG_POINTS = env_int("CDC_API_MAX_LAG_POINTS", 50_000)
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("CACHE_URL", "")}
@@ -163,6 +204,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Run and watch change-data-capture streams read from Spanner change streams.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs pages are for logged-in users (the pages log in through the form).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     # The docs page's JavaScript and CSS come from static files, never a CDN.
@@ -172,7 +215,13 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "StreamStateEnum": "streams.models.Stream.State",
         "PartitionStateEnum": "partitions.models.Partition.State",
-        "ReportKindEnum": "streams.models.Report.Kind",
+        "ReportKindEnum": "cdcweb.reports.models.Report.Kind",
+        "ReportStatusEnum": "cdcweb.reports.models.Report.Status",
+        "AlertKindEnum": "cdcweb.alerts.models.AlertRule.Kind",
+        "AlertStateEnum": "cdcweb.alerts.models.Alert.State",
+        "ChannelKindEnum": "cdcweb.alerts.models.Channel.Kind",
+        "DeliveryEventEnum": "cdcweb.alerts.models.DeliveryAttempt.Event",
+        "DeliveryStatusEnum": "cdcweb.alerts.models.DeliveryAttempt.Status",
     },
 }
 
@@ -181,6 +230,10 @@ CDC_LANDING_URI = env_str("CDC_LANDING_URI", str(VAR_DIR / "landing"))
 # The official client's own variable; empty means real Spanner.
 SPANNER_EMULATOR_HOST = env_str("SPANNER_EMULATOR_HOST", "")
 CDC_LEASE_SECONDS = env_int("CDC_LEASE_SECONDS", 60)
+# A read checkpoints (lands, then stores its watermark) every heartbeat interval, or
+# every this many seconds if that is longer: the live edge within seconds, one database
+# write per partition per interval whatever the record rate (services.checkpoint_seconds).
+CDC_CHECKPOINT_SECONDS = env_float("CDC_CHECKPOINT_SECONDS", 2.0)
 CDC_MAX_CONSECUTIVE_FAILURES = env_int("CDC_MAX_CONSECUTIVE_FAILURES", 3)
 CDC_RETRY_BACKOFF_MAX = env_int("CDC_RETRY_BACKOFF_MAX", 60)
 CDC_STALL_HEARTBEATS = env_int("CDC_STALL_HEARTBEATS", 6)
@@ -202,6 +255,8 @@ CDC_SPARK_WORK_URI = env_str("CDC_SPARK_WORK_URI", "")
 # A job past this is killed and the report fails, so no report stays RUNNING forever.
 CDC_REPORT_TIMEOUT_SECONDS = env_int("CDC_REPORT_TIMEOUT_SECONDS", 3600)
 CDC_REPORT_MAX_DAYS = env_int("CDC_REPORT_MAX_DAYS", 31)
+# More environment variables the Spark job may see (cdcweb/reports/command.py lists the rest).
+CDC_SPARK_ENV_PASSTHROUGH = frozenset(n for n in env_str("CDC_SPARK_ENV_PASSTHROUGH", "").split(",") if n)
 # The cost report's price model (DESIGN §10): list prices for us-central1, verify them
 # for your contract. Blank node-hour price: the edition's; blank overhead: measured.
 CDC_PRICE_MODEL = {
@@ -221,6 +276,31 @@ CDC_DATAFLOW_PRICES = {
     "gb_hour_usd": env_float("CDC_DATAFLOW_GB_HOUR_USD", 0.003557),
     "gib_processed_usd": env_float("CDC_DATAFLOW_GIB_PROCESSED_USD", 0.018),
 }
+
+# --- Alerts (cdcweb/alerts) -------------------------------------------------------------
+# Beat evaluates every rule from stored progress, lag samples and partition rows this often.
+CDC_ALERT_EVALUATE_SECONDS = env_float("CDC_ALERT_EVALUATE_SECONDS", 30.0)
+# One webhook, Slack or SMTP call gives up after this many seconds (an attempt, then a retry).
+CDC_ALERT_DELIVERY_TIMEOUT = env_float("CDC_ALERT_DELIVERY_TIMEOUT", 10.0)
+# Retries after a transient failure (timeout, refused connection, 408/425/429/5xx), each after
+# an exponential, jittered backoff: up to BACKOFF * 2^n seconds, at most BACKOFF_MAX.
+CDC_ALERT_DELIVERY_RETRIES = env_int("CDC_ALERT_DELIVERY_RETRIES", 6)
+CDC_ALERT_RETRY_BACKOFF = env_int("CDC_ALERT_RETRY_BACKOFF", 5)
+CDC_ALERT_RETRY_BACKOFF_MAX = env_int("CDC_ALERT_RETRY_BACKOFF_MAX", 300)
+# The dashboard's address as receivers reach it, for the links in notifications.
+CDC_ALERT_BASE_URL = env_str("CDC_ALERT_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# "No data change records for N minutes while RUNNING": off unless asked for, because an
+# idle table is normal for many streams.
+CDC_ALERTS_NO_DATA = env_bool("CDC_ALERTS_NO_DATA", False)
+# Email channels send through Django's mail backend (SMTP unless EMAIL_BACKEND says otherwise).
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = CDC_ALERT_DELIVERY_TIMEOUT
+DEFAULT_FROM_EMAIL = env_str("CDC_ALERT_EMAIL_FROM", "cdcweb@localhost")
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
@@ -245,11 +325,30 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
-# Workers consume both queues, round robin. A child's first read goes to "urgent" so it
-# does not wait behind every other partition's next window (goal: p95 <= 1 s from its
-# last parent finishing to it running).
+# Four queues, served by separate worker processes in production (Procfile, docs):
+# - "urgent" and "celery": reads. A child's first read goes to "urgent" so it does not
+#   wait behind every other partition's next window (goal: p95 <= 1 s from its last
+#   parent finishing to it running). A read at the live edge holds its worker thread
+#   for its whole window, so the read worker runs a pool of threads (one per live
+#   partition), not processes.
+# - "housekeeping": beat's scheduling, lag samples, stall checks and sweeps, and the
+#   start and drain tasks. Its own worker, so that no read backlog delays them.
+# - "reports": Spark jobs, which run for minutes; their own worker too.
+# - "alerts": notifications to webhooks, Slack and mail, with retries. Their own worker, so
+#   a slow or failing receiver (up to CDC_ALERT_DELIVERY_TIMEOUT per attempt) never holds a
+#   housekeeping thread that lag samples and the alert evaluation itself need.
+# A worker started without -Q consumes all five (one process does everything).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = (Queue("urgent"), Queue("celery"))
+CELERY_TASK_QUEUES = (
+    Queue("urgent"), Queue("celery"), Queue("housekeeping"), Queue("reports"), Queue("alerts"),
+)  # fmt: skip
+CELERY_TASK_ROUTES = {
+    "partitions.tasks.read_partition_task": {"queue": "celery"},
+    "partitions.tasks.*": {"queue": "housekeeping"},
+    "cdcweb.reports.tasks.*": {"queue": "reports"},
+    "cdcweb.alerts.tasks.evaluate_alerts_task": {"queue": "housekeeping"},
+    "cdcweb.alerts.tasks.deliver_alert_task": {"queue": "alerts"},
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -282,9 +381,14 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
     },
+    "evaluate-alerts": {
+        "task": "cdcweb.alerts.tasks.evaluate_alerts_task",
+        "schedule": CDC_ALERT_EVALUATE_SECONDS,
+        "options": {"expires": CDC_ALERT_EVALUATE_SECONDS},
+    },
     # Yesterday's report per stream, once the day's last windows have surely landed.
     "daily-reports": {
-        "task": "streams.tasks.schedule_daily_reports_task",
+        "task": "cdcweb.reports.tasks.schedule_daily_reports_task",
         "schedule": crontab(hour=0, minute=30),
         "options": {"expires": 3600.0},
     },
@@ -293,3 +397,62 @@ CELERY_BEAT_SCHEDULE = {
 # Without collectstatic (the demo), WhiteNoise finds files in STATICFILES_DIRS directly.
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
+
+# --- Security ---------------------------------------------------------------------------
+if CDC_BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Lockouts count per client: the address the proxy saw, not the proxy's own.
+    AXES_IPWARE_PROXY_COUNT = 1
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = CDC_HTTPS
+SECURE_HSTS_SECONDS = env_int("CDC_HSTS_SECONDS", 31_536_000) if CDC_HTTPS else 0
+# Opt-in: they bind every subdomain, and the browsers' preload list, to HTTPS for good.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CDC_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("CDC_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = [
+    check
+    for check, wanted in (
+        ("security.W005", SECURE_HSTS_INCLUDE_SUBDOMAINS),
+        ("security.W021", SECURE_HSTS_PRELOAD),
+    )
+    if not wanted
+]
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_AGE = env_int("CDC_SESSION_SECONDS", 12 * 3600)
+
+# Scripts and stylesheets only from static/, no inline script or <style> (django-csp). The
+# API docs page relaxes it for itself (cdcweb/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        # Plotly sets style attributes from its script (element.setAttribute("style", ...)); an
+        # attribute cannot run code or load from elsewhere. <style> elements stay forbidden.
+        "style-src-elem": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# API tokens (django-rest-knox): stored as SHA-512 digests, each expiring, revoked one by one.
+CDC_TOKEN_DAYS = env_int("CDC_TOKEN_DAYS", 90)
+# /metrics wants "Authorization: Bearer <this>" when set; unset, it is open (bind to loopback).
+CDC_METRICS_TOKEN = env_str("CDC_METRICS_TOKEN", "")
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=CDC_TOKEN_DAYS) if CDC_TOKEN_DAYS > 0 else None,
+    "AUTH_HEADER_PREFIX": "Token",
+}
+
+# Lockout of repeated failed logins (django-axes): per user name and client address.
+AXES_FAILURE_LIMIT = env_int("CDC_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CDC_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"

@@ -19,53 +19,33 @@ from django.utils import timezone
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
-from .changestream.records import ChildPartitionsRecord
-from .models import Partition, PartitionEdge
-from .scheduling import lease_delta
+from . import lineage, states
+from .leases import lease_delta
+from .models import Partition
+from .sources import kind_of
+from .sources.base import Ended
 
 P = Partition.State
 
 
 @dataclass
 class Progress:
-    """What a stretch of one partition's query delivered since the last checkpoint."""
+    """What a stretch of one partition's read delivered since the last checkpoint."""
 
     start: datetime
     watermark: datetime
-    data: list = field(default_factory=list)
+    data: list = field(default_factory=list)  # the records not yet landed
+    records: int = 0
     mods: int = 0
     bytes: int = 0
     heartbeats: int = 0
-    children: ChildPartitionsRecord | None = None
-    finish_at: datetime | None = None  # set when the query ended the partition
+    ended: Ended | None = None  # the read ended the partition (with its children)
+    finish_at: datetime | None = None  # set when the partition ends here
+    cursor: dict | None = None  # the source's resume state at the watermark (None: unchanged)
 
-
-def _store_children(partition: Partition, record: ChildPartitionsRecord) -> None:
-    """Insert the announced children and their edges if absent (each parent announces a merge).
-
-    A child is stored only once every parent it names exists here: a parent that does
-    not exist yet (its own parent has not finished) will announce the same child when
-    it finishes, and only then could the child have all its edges. Storing it earlier
-    would let the parent-wait rule see one parent, finished, and schedule it too soon.
-    """
-    stream_id, start = partition.stream_id, record.start_timestamp
-    named = {t for c in record.child_partitions for t in c.parent_partition_tokens} | {partition.token}
-    known = dict(Partition.objects.filter(stream_id=stream_id, token__in=named).values_list("token", "pk"))
-    ready = [
-        c for c in record.child_partitions if {*c.parent_partition_tokens, partition.token} <= known.keys()
-    ]
-    Partition.objects.bulk_create(
-        [Partition(stream_id=stream_id, token=c.token, start_at=start, watermark=start) for c in ready],
-        ignore_conflicts=True,
-    )
-    children = Partition.objects.filter(stream_id=stream_id, token__in=[c.token for c in ready])
-    by_token = dict(children.values_list("token", "pk"))
-    edges = [
-        PartitionEdge(stream_id=stream_id, parent_id=known[parent], child_id=by_token[c.token])
-        for c in ready
-        for parent in {*c.parent_partition_tokens, partition.token}
-    ]
-    PartitionEdge.objects.bulk_create(edges, ignore_conflicts=True)
+    def next(self) -> Progress:
+        """Return an empty progress that starts where this one's watermark is."""
+        return Progress(start=self.watermark, watermark=self.watermark)
 
 
 def _apply(locked: Partition, progress: Progress, now: datetime, keep_lease: bool) -> None:
@@ -74,13 +54,16 @@ def _apply(locked: Partition, progress: Progress, now: datetime, keep_lease: boo
         locked.last_progress_at = now
         if locked.stall_rule or locked.stalled:
             locked.stalled, locked.stall_rule, locked.stall_evidence = False, "", {}
-    locked.data_records += len(progress.data)
+    if progress.cursor is not None:
+        locked.cursor = progress.cursor
+    locked.data_records += progress.records
     locked.mods += progress.mods
     locked.bytes += progress.bytes
     locked.heartbeats += progress.heartbeats
     if progress.finish_at is not None:
-        if progress.children is not None:
-            _store_children(locked, progress.children)
+        if progress.ended is not None:
+            lineage.store_children(locked, progress.ended, kind_of(locked.stream.source_kind))
+        states.check(locked.state, P.FINISHED)
         locked.state, locked.end_at, locked.finished_at = P.FINISHED, progress.finish_at, now
         locked.watermark = max(locked.watermark, progress.finish_at)
         locked.lease_owner, locked.lease_expires_at = "", None
@@ -123,19 +106,6 @@ def mark_stream_healthy(stream_id: int) -> None:
             reason="a retry succeeded",
             next_retry_at=None,
         )
-
-
-def release_lease(partition_id: int, owner: str | None = None) -> bool:
-    """Give up the lease (or the reservation when owner is None); return whether it was ours."""
-    rows = Partition.objects.filter(pk=partition_id, lease_owner=owner or "")
-    return bool(rows.update(lease_owner="", lease_expires_at=None))
-
-
-def reserve_for_next(partition_id: int, owner: str, countdown: float = 0) -> bool:
-    """Turn our lease into a reservation for the queued next read; return whether it was ours."""
-    expires = timezone.now() + lease_delta(countdown)
-    rows = Partition.objects.filter(pk=partition_id, lease_owner=owner)
-    return bool(rows.update(lease_owner="", lease_expires_at=expires))
 
 
 def count_failure(stream_id: int) -> int:

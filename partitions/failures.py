@@ -16,10 +16,12 @@ from django.utils import timezone
 from streams.models import Stream, StreamError
 from streams.transitions import TransitionNotAllowed, transition
 
-from . import scheduling
-from .changestream.errors import ChangeRecordError, RetryableSpannerError
-from .checkpoint import count_failure, release_lease, reserve_for_next
+from . import leases, scheduling
+from .changestream.errors import ChangeRecordError, SpannerError
+from .checkpoint import count_failure
 from .models import Partition
+from .queue import Queue
+from .sources.base import MalformedRecordError, SourceError
 
 log = logging.getLogger(__name__)
 S = Stream.State
@@ -31,19 +33,32 @@ def backoff_seconds(failures: int) -> float:
     return float(min(2 ** max(failures - 1, 0), settings.CDC_RETRY_BACKOFF_MAX))
 
 
+# What a source (or its client) raised, as each kind's reader classifies it.
+SOURCE_ERRORS = (SpannerError, ChangeRecordError, SourceError)
+
+
+def is_retryable(error: Exception) -> bool:
+    """Return whether retrying the same read may succeed (a transient source error)."""
+    return isinstance(error, SOURCE_ERRORS) and getattr(error, "retryable", False)
+
+
 def _error_kind(error: Exception) -> str:
-    if isinstance(error, ChangeRecordError):
+    if isinstance(error, ChangeRecordError | MalformedRecordError):
         return StreamError.Kind.RECORD
-    if isinstance(error, RetryableSpannerError):
+    if is_retryable(error):
         return StreamError.Kind.RETRYABLE
-    return StreamError.Kind.PERMANENT
+    if isinstance(error, SOURCE_ERRORS):
+        return StreamError.Kind.PERMANENT
+    if isinstance(error, OSError):
+        return StreamError.Kind.LANDING  # the landing zone refused a write (full, unwritable)
+    return StreamError.Kind.INTERNAL
 
 
 def record_error(stream: Stream, partition: Partition | None, error: Exception, attempt: int) -> StreamError:
     """Store one StreamError row for the error."""
     return StreamError.objects.create(
         stream=stream,
-        partition=partition,
+        partition_token=partition.token if partition is not None else "",
         kind=_error_kind(error),
         code=getattr(error, "code", "") or type(error).__name__,
         message=str(error),
@@ -80,18 +95,35 @@ def fail_retryably(stream: Stream, partition: Partition | None, error: Exception
     return delay
 
 
-def handle_read_error(stream: Stream, partition: Partition, owner: str, error: Exception) -> None:
+def handle_read_error(
+    stream: Stream, partition: Partition, owner: str, error: Exception, queue: Queue
+) -> None:
     """Record a failed window and either queue its retry after a backoff or stop the stream."""
     log.warning("reading %s of %s failed: %s", partition.token, stream.name, error)
-    if not isinstance(error, RetryableSpannerError):
-        release_lease(partition.pk, owner)
+    if not is_retryable(error):
+        leases.release(partition.pk, owner)
         fail_permanently(stream, partition, error)
         scheduling.maybe_finish_drain(stream)
         return
-    delay = fail_retryably(stream, partition, error)
+    _retry_later(stream, partition, owner, fail_retryably(stream, partition, error), queue)
+
+
+def _retry_later(stream: Stream, partition: Partition, owner: str, delay: float, queue: Queue) -> None:
     stream.refresh_from_db(fields=["state"])
-    if stream.state in scheduling.READING_STATES and reserve_for_next(partition.pk, owner, countdown=delay):
-        scheduling.enqueue_read(partition.pk, countdown=delay)
+    if stream.state in leases.READING_STATES and leases.reserve(partition.pk, owner, countdown=delay):
+        queue.read(partition.pk, countdown=delay)
         return
-    release_lease(partition.pk, owner)
+    leases.release(partition.pk, owner)
     scheduling.maybe_finish_drain(stream)
+
+
+def handle_unexpected_error(
+    stream: Stream, partition: Partition, owner: str, error: Exception, queue: Queue
+) -> None:
+    """Record an error no reader classified (landing, a bug) and retry the window after a backoff.
+
+    It counts toward FAILED like a retryable source error: a landing zone that stays
+    unwritable, or a bug that every retry meets, must show on the stream, not only in
+    a worker's log while the stream looks RUNNING.
+    """
+    _retry_later(stream, partition, owner, fail_retryably(stream, partition, error), queue)

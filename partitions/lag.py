@@ -20,10 +20,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from streams import status
 from streams.models import Stream
 
 from .models import LagSample, Partition
+from .progress import horizon, partition_lag, progress
 
 # (samples older than this, are folded from resolution a into resolution b)
 TIERS = ((timedelta(hours=6), 10, 60), (timedelta(days=7), 60, 600))
@@ -43,20 +43,19 @@ def _percentile(values: list[float], q: float) -> float | None:
 def sample_lag(stream: Stream, now: datetime | None = None) -> LagSample:
     """Store one lag sample of the stream: low watermark, who holds it, partition lags, records."""
     now = now or timezone.now()
-    horizon = min(now, stream.end_at) if stream.end_at else now
-    low = status.low_watermark(stream)
+    found = progress(stream, now)
+    until = horizon(stream, now)
     unfinished = Partition.objects.filter(stream=stream).exclude(state=Partition.State.FINISHED)
-    lags = [max(0.0, (horizon - wm).total_seconds()) for wm in unfinished.values_list("watermark", flat=True)]
-    holding = unfinished.order_by("watermark", "id").first()
+    lags = [partition_lag(state, wm, until) for state, wm in unfinished.values_list("state", "watermark")]
     return LagSample.objects.create(
         stream=stream,
         at=now,
-        lag_seconds=status._lag(stream, low, now) or 0.0,
-        low_watermark=low,
-        holding_partition=holding,
+        lag_seconds=found.lag_seconds or 0.0,
+        low_watermark=found.low_watermark,
+        holding_partition_id=found.holding_partition_id,
         p95_partition_lag=_percentile(lags, 0.95),
         max_partition_lag=max(lags) if lags else None,
-        data_records=status.data_records(stream),
+        data_records=found.data_records,
         resolution_seconds=10,
     )
 

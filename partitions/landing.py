@@ -1,10 +1,13 @@
-"""Write a window's data change records to the landing zone as one Parquet file.
+"""Write data change records to the landing zone as Parquet files.
 
-One row per mod in the Datastream-style envelope of ``landing_schema``. The file name
-is derived from the partition and the window start, so a re-read of the same window
-replaces the same file; writes go to a temporary file that is fsynced and renamed
-into place, so a reader never sees half a file and a crash leaves nothing behind
-that a re-read does not overwrite. No Django here: the pipeline passes plain values.
+One row per mod in the Datastream-style envelope of ``landing_schema``. A file is named
+after the partition, the watermark its records start from and the read attempt that
+wrote it: a late writer whose lease lapsed never replaces the file of the reader that
+took over, and the report job dedupes what a re-read lands twice. Writes go to a
+temporary file that is fsynced and renamed into place, so a reader never sees half a
+file. ``Segment`` lets a read at the live edge checkpoint every few seconds without a
+file per checkpoint: each checkpoint rewrites the read's current file whole, with the
+new records added, until it holds ``SEGMENT_ROWS`` rows. No Django here.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from .changestream.records import DataChangeRecord
 from .landing_schema import LANDING_SCHEMA, READ_METHOD
 
 # Fixed namespace: the uuid of a landed row depends only on its dedupe key.
-_UUID_NAMESPACE = uuid.UUID("7c1f3f0e-5b2a-4d3c-9a77-0c0dcdc0a001")
+UUID_NAMESPACE = uuid.UUID("7c1f3f0e-5b2a-4d3c-9a77-0c0dcdc0a001")
 
 
 def partition_hash(token: str) -> str:
@@ -36,18 +39,30 @@ def partition_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()[:20]
 
 
-def window_path(stream_name: str, token: str, window_start: datetime) -> str:
-    """Return the file's path relative to the landing zone root."""
+# A segment is rewritten whole at each checkpoint: past this many rows the next records
+# start a new file, so a busy live partition rewrites at most this much per checkpoint
+# (about 5 MB of Parquet, 50 ms) and a window still lands in few files.
+SEGMENT_ROWS = 20_000
+
+
+def window_path(stream_name: str, token: str, window_start: datetime, attempt: str = "") -> str:
+    """Return the file's path relative to the landing zone root (one per partition, start, attempt)."""
     start = window_start.astimezone(UTC)
     micros = int(start.timestamp()) * 1_000_000 + start.microsecond
-    return f"stream={stream_name}/date={start:%Y-%m-%d}/{partition_hash(token)}-{micros}.parquet"
+    suffix = f"-{attempt}" if attempt else ""
+    return f"stream={stream_name}/date={start:%Y-%m-%d}/{partition_hash(token)}-{micros}{suffix}.parquet"
+
+
+def attempt_name(owner: str) -> str:
+    """Return a short, file-name-safe name of a read attempt (a lease owner)."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:12]
 
 
 def _json_slow(value: Any) -> bytes:
     return json.dumps(dict(value or {}), sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def _json(value: Any) -> bytes:
+def canonical_json(value: Any) -> bytes:
     """Return a mod's JSON column as canonical text (UTF-8 bytes, all ASCII).
 
     Sorted keys, so the same mod always lands as the same text (and the same
@@ -77,10 +92,10 @@ _ORJSON_OPTIONS = (
 )
 # uuid5 (SHA-1 of namespace + name, version and variant bits set) without a UUID object
 # per row: the same strings uuid.uuid5 gives, at a third of the cost.
-_UUID_SHA1 = hashlib.sha1(_UUID_NAMESPACE.bytes, usedforsecurity=False)
+_UUID_SHA1 = hashlib.sha1(UUID_NAMESPACE.bytes, usedforsecurity=False)
 
 
-def _uuid5(name: str) -> str:
+def row_uuid(name: str) -> str:
     digest = _UUID_SHA1.copy()
     digest.update(name.encode())
     raw = bytearray(digest.digest()[:16])
@@ -121,12 +136,12 @@ def build_table(
         for index, mod in enumerate(record.mods):
             position_text = _INDEX_TEXT[index] if index < len(_INDEX_TEXT) else str(index)
             row_record.append(position)
-            uuids.append(_uuid5(key_head + position_text))
+            uuids.append(row_uuid(key_head + position_text))
             mod_indexes.append(index)
             sort_keys += (commit_iso, txid, seq, position_text)
-            keys_col.append(_json(mod.keys))
-            new_col.append(_json(mod.new_values))
-            old_col.append(_json(mod.old_values))
+            keys_col.append(canonical_json(mod.keys))
+            new_col.append(canonical_json(mod.new_values))
+            old_col.append(canonical_json(mod.old_values))
         objects.append(record.table_name)
         commits.append(commit)
         txids.append(txid)
@@ -229,11 +244,11 @@ def _write_remote(table: pa.Table, filesystem: pafs.FileSystem, target: str) -> 
 
 
 def write_table(
-    landing_uri: str, stream_name: str, token: str, window_start: datetime, table: pa.Table
+    landing_uri: str, stream_name: str, token: str, window_start: datetime, table: pa.Table, attempt: str = ""
 ) -> str:
-    """Write a window's landing rows durably and return the file's path."""
+    """Write landing rows durably (replacing a file of the same name) and return the file's path."""
     filesystem, root = resolve(landing_uri)
-    relative = window_path(stream_name, token, window_start)
+    relative = window_path(stream_name, token, window_start, attempt)
     if filesystem is None:
         target = Path(root) / relative
         _write_local(table, target)
@@ -256,6 +271,38 @@ def write_window(
     if table.num_rows == 0:
         return None
     return write_table(landing_uri, stream_name, token, window_start, table)
+
+
+class Segment:
+    """The landing file of one read attempt that grows with each checkpoint.
+
+    ``land(table)`` adds a checkpoint's rows and rewrites the file with every row the
+    segment holds, durably, before it returns; the caller may then checkpoint a
+    watermark up to the newest of them. A full segment is closed and the next rows
+    start a new file named after the watermark they start from.
+    """
+
+    def __init__(self, landing_uri: str, stream_name: str, token: str, attempt: str):
+        self.landing_uri, self.stream_name = landing_uri, stream_name
+        self.token, self.attempt = token, attempt
+        self.files: list[str] = []
+        self._start: datetime | None = None
+        self._tables: list[pa.Table] = []
+
+    def land(self, start: datetime, table: pa.Table) -> str | None:
+        """Add rows (read from watermark ``start`` on) and rewrite the file; return its path."""
+        if table.num_rows == 0:
+            return None
+        if self._start is None:
+            self._start, self._tables = start, []
+        self._tables.append(table)
+        whole = pa.concat_tables(self._tables) if len(self._tables) > 1 else table
+        path = write_table(self.landing_uri, self.stream_name, self.token, self._start, whole, self.attempt)
+        if not self.files or self.files[-1] != path:
+            self.files.append(path)
+        if whole.num_rows >= SEGMENT_ROWS:
+            self._start, self._tables = None, []
+        return path
 
 
 def read_landing(landing_uri: str, stream_name: str | None = None) -> pa.Table:

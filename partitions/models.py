@@ -18,7 +18,7 @@ LAG_KEY = models.Case(
 
 
 class Partition(models.Model):
-    """One change stream partition (a key range over a time interval) and its reading progress."""
+    """One partition of a stream (a key range, row range or shard over a time interval), and its progress."""
 
     class State(models.TextChoices):
         CREATED = "CREATED", "Created"
@@ -33,6 +33,11 @@ class Partition(models.Model):
     # When its children start, or the stream's end for a partition that ends there.
     end_at = models.DateTimeField(null=True, blank=True)
     watermark = models.DateTimeField()
+    # The kind's resume state beyond the watermark (Bigtable continuation tokens, a poller's
+    # last key), stored with the watermark in each checkpoint; {} when the watermark is enough.
+    cursor = models.JSONField(default=dict, blank=True)
+    # How pages show the partition: a row range, a shard ("" for a change stream token).
+    label = models.CharField(max_length=500, blank=True)
     data_records = models.BigIntegerField(default=0)
     mods = models.BigIntegerField(default=0)
     heartbeats = models.BigIntegerField(default=0)

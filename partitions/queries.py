@@ -11,14 +11,14 @@ from collections import Counter
 from datetime import datetime
 
 from django.db.models import CharField, F, FloatField, Func, Q
-from django.utils import timezone
 
-from partitions.changestream.times import format_time
 from streams.models import Stream
+from streams.times import format_time
 
 from .models import LagSample, Partition, PartitionEdge
+from .progress import horizon
 
-NODE_FIELDS = ("id", "token", "state", "data_records", "mods", "heartbeats", "bytes", "stalled")
+NODE_FIELDS = ("id", "token", "label", "state", "data_records", "mods", "heartbeats", "bytes", "stalled")
 LAG_FIELDS = (
     "lag_seconds", "p95_partition_lag", "max_partition_lag",
     "data_records", "resolution_seconds", "holding_partition_id", "holding_partition__token",
@@ -70,19 +70,6 @@ def _times(*names: str) -> dict:
     return {f"{name}_iso": IsoTime(F(name)) for name in names}
 
 
-def horizon(stream: Stream, now: datetime | None = None) -> datetime:
-    """Return the moment lag is measured against: now, or the stream's end if that is earlier."""
-    now = now or timezone.now()
-    return min(now, stream.end_at) if stream.end_at else now
-
-
-def partition_lag(state: str, watermark: datetime, until: datetime) -> float:
-    """Return a partition's lag in seconds: how far its watermark is behind; 0 once finished."""
-    if state == Partition.State.FINISHED:
-        return 0.0
-    return max(0.0, (until - watermark).total_seconds())
-
-
 def _overlapping(queryset, since: datetime | None, until: datetime | None):
     """Keep the rows whose [start_at, end_at or open) interval meets [since, until]."""
     if since is not None:
@@ -98,10 +85,12 @@ def _node(row: dict, parents: int, until: float) -> dict:
     return {
         "id": row["id"],
         "token": row["token"],
+        "label": row["label"],
         "state": row["state"],
         "start_at": row["start_at_iso"],
         "end_at": row["end_at_iso"],
         "watermark": row["watermark_iso"],
+        # progress.partition_lag's rule, on epochs the query computed (10,000 nodes at a time)
         "lag_seconds": 0.0 if finished else max(0.0, until - row["watermark_epoch"]),
         "data_records": row["data_records"],
         "mods": row["mods"],
@@ -112,17 +101,33 @@ def _node(row: dict, parents: int, until: float) -> dict:
     }
 
 
-def lineage(stream: Stream, since: datetime | None = None, until: datetime | None = None) -> dict:
+class TooManyRows(ValueError):
+    """A window holds more rows than the caller allows: it should ask for a narrower one."""
+
+
+def _at_most(rows, limit: int | None, what: str) -> list:
+    """Return the rows as a list, reading one more than limit to tell a full window from a larger one."""
+    found = list(rows if limit is None else rows[: limit + 1])
+    if limit is not None and len(found) > limit:
+        raise TooManyRows(f"the window holds more than {limit:,} {what}: narrow it with since and until")
+    return found
+
+
+def lineage(
+    stream: Stream, since: datetime | None = None, until: datetime | None = None, max_nodes: int | None = None
+) -> dict:
     """Return {"nodes": [...], "edges": [...]} of the partitions alive in [since, until] (two queries).
 
     A node carries its token, state, interval, watermark, lag, counters, stall flag
     and how many parents it has (a merge has more than one); an edge is
-    {"parent": id, "child": id} with both ends among the nodes.
+    {"parent": id, "child": id} with both ends among the nodes. More than max_nodes
+    partitions raise TooManyRows.
     """
     alive = _overlapping(Partition.objects.filter(stream=stream), since, until)
     times = _times("start_at", "end_at", "watermark")
     epoch = EpochSeconds(F("watermark"))
-    rows = list(alive.order_by("start_at", "id").values(*NODE_FIELDS, **times, watermark_epoch=epoch))
+    nodes = alive.order_by("start_at", "id").values(*NODE_FIELDS, **times, watermark_epoch=epoch)
+    rows = _at_most(nodes, max_nodes, "partitions")
     links = PartitionEdge.objects.filter(stream=stream)
     if since is not None or until is not None:
         # Only the edges into the window's nodes: all a node's parents are counted, and a
@@ -158,11 +163,17 @@ def _sample(row: dict) -> dict:
     }
 
 
-def lag_series(stream: Stream, since: datetime | None = None, until: datetime | None = None) -> list[dict]:
+def lag_series(
+    stream: Stream,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    max_points: int | None = None,
+) -> list[dict]:
     """Return the stream's lag samples in [since, until], oldest first (one query).
 
     Older samples are downsampled (partitions/lag.py): `resolution_seconds` says
     whether a point is a raw 10 s sample or the worst of a 1 or 10 minute span.
+    More than max_points samples raise TooManyRows.
     """
     rows = LagSample.objects.filter(stream=stream)
     if since is not None:
@@ -170,4 +181,4 @@ def lag_series(stream: Stream, since: datetime | None = None, until: datetime | 
     if until is not None:
         rows = rows.filter(at__lte=until)
     rows = rows.order_by("at", "id").values(*LAG_FIELDS, **_times("at", "low_watermark"))
-    return [_sample(row) for row in rows]
+    return [_sample(row) for row in _at_most(rows, max_points, "lag samples")]

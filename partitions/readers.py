@@ -1,67 +1,53 @@
-"""Change stream readers for streams, cached per worker process.
+"""Each stream's connected Source, made once per worker process and kept (partitions/sources).
 
-Connecting the official client costs a session and a channel, so one database handle
-is kept per (project, instance, database, endpoint) for the life of the process;
-readers on top of it are cheap and made per window.
+Connecting costs a client, a channel and a session, so a Source is kept per (kind,
+connection settings) for the life of the process; the reads on top of it are cheap
+and made per window. gRPC channels do not survive a fork: a process makes its own.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 
-from django.conf import settings
+from streams.models import Stream
+
+from .models import Partition
+from .sources import kind_of
+from .sources.base import PartitionState, ReadOptions, Source
 
 _lock = threading.Lock()
-_databases: dict[tuple[str, str, str, str], object] = {}
-_dialects: dict[tuple[str, str, str, str], str] = {}
+_sources: dict[tuple[str, str], Source] = {}
 
 
-def _client():
-    # Imported on first use: the official client is heavy, and beat never reads.
-    from .changestream import reader
-
-    return reader
+def _key(stream: Stream) -> tuple[str, str]:
+    return stream.source_kind, json.dumps(stream.connection, sort_keys=True, default=str)
 
 
-def endpoint_of(stream) -> str:
-    """Return the emulator endpoint a stream reads from ('' for real Spanner)."""
-    return stream.emulator_host or settings.SPANNER_EMULATOR_HOST
-
-
-def _key(stream) -> tuple[str, str, str, str]:
-    return (stream.project, stream.instance, stream.database, endpoint_of(stream))
-
-
-def database_for(stream):
-    """Return the process-wide client database handle of the stream's database."""
+def source_for(stream: Stream) -> Source:
+    """Return the process-wide Source of the stream's kind and settings."""
     key = _key(stream)
     with _lock:
-        database = _databases.get(key)
-        if database is None:
-            database = _client().connect(*key[:3], emulator_host=key[3] or None)
-            _databases[key] = database
-        return database
+        source = _sources.get(key)
+        if source is None:
+            source = kind_of(stream.source_kind).connect(stream.connection)
+            _sources[key] = source
+        return source
 
 
-def dialect_for(stream) -> str:
-    """Return the stream's dialect, asking the database once when it is to be detected."""
-    if stream.dialect:
-        return stream.dialect
-    key = _key(stream)
-    if key not in _dialects:
-        _dialects[key] = _client().detect_dialect(database_for(stream))
-    return _dialects[key]
+def options(stream: Stream, timeout: float | None = None) -> ReadOptions:
+    """Return how the stream is read: its heartbeat (or poll) interval and a deadline."""
+    return ReadOptions(heartbeat_ms=stream.heartbeat_ms, timeout=timeout)
 
 
-def reader_for(stream, timeout: float | None = None):
-    """Return a reader of the stream's change stream."""
-    return _client().ChangeStreamReader(
-        database_for(stream), stream.change_stream, dialect_for(stream), stream.heartbeat_ms, timeout=timeout
+def state_of(partition: Partition) -> PartitionState:
+    """Return the partition as a read continues it: watermark, cursor and label."""
+    return PartitionState(
+        partition.token, partition.start_at, partition.watermark, dict(partition.cursor), partition.label
     )
 
 
-def forget(stream) -> None:
-    """Drop the cached handle, e.g. after the endpoint changed or a connection broke for good."""
+def forget(stream: Stream) -> None:
+    """Drop the kept Source, e.g. after its endpoint changed or a connection broke for good."""
     with _lock:
-        _databases.pop(_key(stream), None)
-        _dialects.pop(_key(stream), None)
+        _sources.pop(_key(stream), None)

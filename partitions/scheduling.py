@@ -1,19 +1,11 @@
-"""Which partition reads next: the parent-wait rule, lease recovery, drain and end of stream.
+"""Which partition reads next: the parent-wait rule, lost-read recovery, drain and end of stream.
 
-A partition's lease fields say who is responsible for it:
-
-- ``lease_owner`` set and ``lease_expires_at`` in the future: a reader holds it;
-- ``lease_owner`` empty and ``lease_expires_at`` in the future: a read task is queued
-  (a reservation), so nobody enqueues another one;
-- otherwise nobody does, and ``schedule_partitions`` enqueues a read (this is how a
-  task lost with a crashed worker, or never delivered, is recovered).
+Reads are queued through the ``Queue`` the caller hands in (partitions.queue), after
+a reservation (partitions.leases) that makes sure each partition has one read queued.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
@@ -21,54 +13,37 @@ from django.utils import timezone
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
+from . import readers, states
+from .leases import READING_STATES, free_q, lease_delta, live
 from .models import Partition, PartitionEdge
+from .queue import Queue
+from .sources import kind_of
 
 P = Partition.State
 S = Stream.State
-# States in which readers keep reading; FAILED retries by itself (DESIGN §5).
-READING_STATES = (S.RUNNING, S.FAILED)
 BY = "partitions.scheduling"
 
 
-def lease_delta(extra_seconds: float = 0) -> timedelta:
-    """Return how long a lease (or a reservation) lives."""
-    return timedelta(seconds=settings.CDC_LEASE_SECONDS + extra_seconds)
+def reserve_and_enqueue(partition_ids, queue: Queue, countdown: float = 0, urgent: bool = False) -> int:
+    """Reserve and queue a read of every free partition among the ids; return how many.
 
-
-def free_q(now) -> Q:
-    """Return the filter of partitions that nobody holds and for which no read is queued."""
-    return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
-
-
-def enqueue_read(partition_id: int, countdown: float = 0, urgent: bool = False) -> None:
-    """Queue one read of the partition once the current transaction commits.
-
-    An urgent read (a partition's first, once its parents finished) goes to the
-    "urgent" queue, which workers serve in turn with the queue of next windows.
+    One locked read and one UPDATE for the whole batch: the rows read FOR UPDATE are
+    this caller's to reserve (a concurrent caller skips them, and finds them reserved
+    once this commits), so a read is queued once per partition however many callers
+    race, and a backlog of hundreds costs two statements, not hundreds.
     """
-    from .tasks import read_partition_task  # the tasks module imports the services
-
-    options = {"countdown": countdown} if countdown else {}
-    if urgent:
-        options["queue"] = "urgent"
-    transaction.on_commit(lambda: read_partition_task.apply_async((partition_id,), **options))
-
-
-def reserve_and_enqueue(partition_ids, countdown: float = 0, urgent: bool = False) -> int:
-    """Reserve and queue a read of every free partition among the ids; return how many."""
     now = timezone.now()
-    queued = 0
-    for pk in partition_ids:
-        won = (
-            Partition.objects.filter(pk=pk)
-            .exclude(state=P.FINISHED)
-            .filter(free_q(now))
-            .update(lease_owner="", lease_expires_at=now + lease_delta(countdown))
+    with transaction.atomic():
+        free = Partition.objects.select_for_update(skip_locked=True, no_key=True).filter(
+            pk__in=list(partition_ids)
         )
-        if won:  # the row count says this caller, and no other, queues the read
-            enqueue_read(pk, countdown, urgent)
-            queued += 1
-    return queued
+        won = list(free.exclude(state=P.FINISHED).filter(free_q(now)).values_list("pk", flat=True))
+        Partition.objects.filter(pk__in=won).update(
+            lease_owner="", lease_expires_at=now + lease_delta(countdown)
+        )
+        for pk in won:
+            queue.read(pk, countdown, urgent)
+    return len(won)
 
 
 def _parents_finished_q() -> Q:
@@ -76,39 +51,44 @@ def _parents_finished_q() -> Q:
     return ~Q(Exists(unfinished_parent))
 
 
-def schedule_ready(stream_id: int, candidates=None) -> int:
-    """Move CREATED partitions whose parents have all FINISHED to SCHEDULED and queue them."""
+def schedule_ready(stream_id: int, queue: Queue, candidates=None) -> int:
+    """Move CREATED partitions whose parents have all FINISHED, and that their source finds
+    ready (Bigtable: the handed-over tokens cover the range), to SCHEDULED and queue them."""
     now = timezone.now()
     ready = Partition.objects.filter(stream_id=stream_id, state=P.CREATED).filter(_parents_finished_q())
     if candidates is not None:
         ready = ready.filter(pk__in=candidates)
-    scheduled = []
-    for pk in ready.values_list("pk", flat=True):
-        with transaction.atomic():
-            if Partition.objects.filter(pk=pk, state=P.CREATED).update(state=P.SCHEDULED, scheduled_at=now):
-                scheduled.append(pk)
-                reserve_and_enqueue([pk], urgent=True)
-    return len(scheduled)
+    with transaction.atomic():
+        # Locked rows are this caller's: a concurrent scheduler skips them, then finds
+        # them SCHEDULED, so each child is scheduled and queued once.
+        locked = list(ready.select_for_update(skip_locked=True, no_key=True))
+        if not locked:
+            return 0
+        kind = kind_of(locked[0].stream.source_kind)
+        won = [p.pk for p in locked if kind.child_ready(readers.state_of(p), parents_finished=True)]
+        states.move(Partition.objects.filter(pk__in=won), P.SCHEDULED, scheduled_at=now)
+        reserve_and_enqueue(won, queue, urgent=True)
+    return len(won)
 
 
-def schedule_children(partition: Partition) -> int:
+def schedule_children(partition: Partition, queue: Queue) -> int:
     """Schedule the children of a partition that just finished, if all their parents have."""
     child_ids = list(PartitionEdge.objects.filter(parent=partition).values_list("child_id", flat=True))
     if not child_ids:
         return 0
-    return schedule_ready(partition.stream_id, child_ids)
+    return schedule_ready(partition.stream_id, queue, child_ids)
 
 
-def requeue_orphans(stream_id: int) -> int:
+def requeue_orphans(stream_id: int, queue: Queue) -> int:
     """Queue a read of every SCHEDULED or RUNNING partition that nobody holds or awaits."""
     now = timezone.now()
     orphans = Partition.objects.filter(stream_id=stream_id, state__in=[P.SCHEDULED, P.RUNNING]).filter(
         free_q(now)
     )
-    return reserve_and_enqueue(list(orphans.values_list("pk", flat=True)))
+    return reserve_and_enqueue(list(orphans.values_list("pk", flat=True)), queue)
 
 
-def schedule_partitions(stream: Stream) -> dict[str, int]:
+def schedule_partitions(stream: Stream, queue: Queue) -> dict[str, int]:
     """Apply the parent-wait rule, recover lost reads, and settle draining streams."""
     stream.refresh_from_db(fields=["state", "next_retry_at"])
     if stream.state == S.DRAINING:
@@ -118,18 +98,13 @@ def schedule_partitions(stream: Stream) -> dict[str, int]:
         return {"scheduled": 0, "requeued": 0}
     if stream.state == S.FAILED and stream.next_retry_at and stream.next_retry_at > timezone.now():
         return {"scheduled": 0, "requeued": 0}  # the backoff decides when failed reads retry
-    return {"scheduled": schedule_ready(stream.pk), "requeued": requeue_orphans(stream.pk)}
-
-
-def live_leases(stream: Stream):
-    """Return the stream's partitions held by a reader or awaiting a queued read."""
-    return Partition.objects.filter(stream=stream, lease_expires_at__gt=timezone.now())
+    return {"scheduled": schedule_ready(stream.pk, queue), "requeued": requeue_orphans(stream.pk, queue)}
 
 
 def maybe_finish_drain(stream: Stream, by: str = BY) -> bool:
     """Move a DRAINING stream to PAUSED once no reader holds or awaits a partition."""
     stream.refresh_from_db(fields=["state"])
-    if stream.state != S.DRAINING or live_leases(stream).exists():
+    if stream.state != S.DRAINING or live(stream).exists():
         return False
     try:
         transition(stream, S.PAUSED, by=by, reason="drained: every reader closed its window")
@@ -148,13 +123,14 @@ def maybe_finish_stream(stream: Stream, by: str = BY) -> bool:
         return False
     reason = f"reached end timestamp {stream.end_at.isoformat()}: every partition FINISHED"
     try:
-        transition(stream, S.PAUSED, by=by, reason=reason, paused_at=timezone.now())
+        now = timezone.now()
+        transition(stream, S.PAUSED, by=by, reason=reason, paused_at=now, reached_end_at=now)
     except TransitionNotAllowed:
         return False
     return True
 
 
-def retry_failed_streams(by: str = "partitions.tasks.retry_failed_streams_task") -> int:
+def retry_failed_streams(queue: Queue, by: str = "partitions.tasks.retry_failed_streams_task") -> int:
     """Restart the retries of FAILED streams whose backoff has passed; return how many."""
     now = timezone.now()
     due = Stream.objects.filter(state=S.FAILED).filter(
@@ -164,14 +140,12 @@ def retry_failed_streams(by: str = "partitions.tasks.retry_failed_streams_task")
     for stream in due:
         if not stream.partitions.exists() or stream.resume_from is not None:
             # It failed before its roots were found: the start task tries again.
-            from .tasks import start_stream_task
-
             try:
                 transition(stream, S.STARTING, by=by, reason="retrying the initial query")
             except TransitionNotAllowed:
                 continue
-            transaction.on_commit(lambda pk=stream.pk: start_stream_task.delay(pk))
+            queue.start(stream.pk)
         else:
-            requeue_orphans(stream.pk)
+            requeue_orphans(stream.pk, queue)
         count += 1
     return count

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -13,11 +13,12 @@ from django.utils import timezone
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
-from . import readers, scheduling
+from . import readers, scheduling, states
 from .changestream.errors import ChangeRecordError, QueryValidationError, SpannerError
-from .changestream.records import ChildPartitionsRecord
 from .failures import fail_permanently, fail_retryably
 from .models import Partition, PartitionEdge
+from .queue import Queue
+from .sources.base import NewPartition, SourceError
 
 log = logging.getLogger(__name__)
 P = Partition.State
@@ -25,30 +26,27 @@ S = Stream.State
 BY = "partitions.tasks.start_stream_task"
 
 
-def find_roots(stream: Stream, at: datetime) -> list[str]:
-    """Run the initial query (token NULL) at `at` and return the root partition tokens."""
-    end = at + timedelta(seconds=stream.window_seconds)
-    if stream.end_at is not None:
-        end = min(end, stream.end_at)
-    tokens: list[str] = []
-    # The initial query returns the roots at once; bound it like a window (see services).
-    timeout = max(0.0, (end - timezone.now()).total_seconds()) + settings.CDC_LEASE_SECONDS
-    for record in readers.reader_for(stream, timeout=timeout).read(None, at, end):
-        if isinstance(record, ChildPartitionsRecord):
-            tokens.extend(child.token for child in record.child_partitions)
-    return tokens
+def find_roots(stream: Stream, at: datetime) -> list[NewPartition]:
+    """Ask the stream's source for the partitions that start it at `at` (Spanner: the initial query)."""
+    # The initial query returns the roots at once; a deadline of one lease bounds a hang.
+    options = readers.options(stream, timeout=float(settings.CDC_LEASE_SECONDS))
+    return readers.source_for(stream).roots(at, stream.end_at, options)
 
 
-def create_roots(stream: Stream, at: datetime, tokens: list[str]) -> None:
+def create_roots(stream: Stream, at: datetime, roots: list[NewPartition]) -> None:
     """Insert the root partitions if absent, SCHEDULED, with their watermark at `at`."""
     now = timezone.now()
+    state = states.INITIAL["root"]
     Partition.objects.bulk_create(
         [
-            Partition(stream=stream, token=t, start_at=at, watermark=at, state=P.SCHEDULED, scheduled_at=now)
-            for t in tokens
+            Partition(
+                stream=stream, token=root.token, start_at=at, watermark=at, cursor=root.cursor,
+                label=root.label, state=state, scheduled_at=now,
+            )
+            for root in roots
         ],
         ignore_conflicts=True,
-    )
+    )  # fmt: skip
 
 
 def discard_unfinished(stream: Stream) -> int:
@@ -71,15 +69,15 @@ def _begin(stream: Stream) -> None:
         create_roots(stream, stream.start_at, find_roots(stream, stream.start_at))
 
 
-def start_stream(stream: Stream) -> str:
+def start_stream(stream: Stream, queue: Queue) -> str:
     """Find or keep the stream's partitions, move STARTING to RUNNING and queue the reads."""
     stream.refresh_from_db()
     if stream.state != S.STARTING:
         return f"not starting: stream is {stream.state}"
     try:
         _begin(stream)
-    except (SpannerError, ChangeRecordError, QueryValidationError) as error:
-        return _start_failed(stream, error)
+    except (SpannerError, ChangeRecordError, QueryValidationError, SourceError) as error:
+        return _start_failed(stream, error, queue)
     try:
         transition(stream, S.RUNNING, by=BY, reason="root partitions found", consecutive_failures=0)
     except TransitionNotAllowed:
@@ -88,20 +86,18 @@ def start_stream(stream: Stream) -> str:
     Partition.objects.filter(stream=stream).exclude(state=P.FINISHED).update(
         lease_owner="", lease_expires_at=None
     )
-    counts = scheduling.schedule_partitions(stream)
+    counts = scheduling.schedule_partitions(stream, queue)
     return f"running: {counts}"
 
 
-def _start_failed(stream: Stream, error: Exception) -> str:
+def _start_failed(stream: Stream, error: Exception, queue: Queue) -> str:
     log.warning("starting %s failed: %s", stream.name, error)
-    if isinstance(error, SpannerError) and error.retryable:
+    if getattr(error, "retryable", False):
         delay = fail_retryably(stream, None, error)
         stream.refresh_from_db(fields=["state"])
         if stream.state == S.STARTING:
             # Below the failure budget: try again after the backoff, still STARTING.
-            from .tasks import start_stream_task
-
-            start_stream_task.apply_async((stream.pk,), countdown=delay)
+            queue.start(stream.pk, countdown=delay)
         return "retrying"
     fail_permanently(stream, None, error)
     return "failed permanently"

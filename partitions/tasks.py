@@ -8,12 +8,14 @@ and retried by the services, which own the backoff and the stream's state.
 
 from __future__ import annotations
 
+import threading
+
 from celery import shared_task
-from django.db import OperationalError
+from django.db import OperationalError, transaction
 
 from streams.models import Stream
 
-from . import lag, scheduling, services, stalls
+from . import lag, scheduling, services, stalls, starting
 from .models import Partition
 
 # A locked SQLite file or a dropped PostgreSQL connection: the same call may succeed later.
@@ -27,7 +29,7 @@ def start_stream_task(self, stream_id: int) -> str | None:
     stream = Stream.objects.filter(pk=stream_id).first()
     if stream is None:
         return None  # deleted after this was queued
-    return services.start_stream(stream)
+    return starting.start_stream(stream, QUEUE)
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)
@@ -36,14 +38,36 @@ def read_partition_task(self, partition_id: int) -> str | None:
     partition = Partition.objects.filter(pk=partition_id).first()
     if partition is None:
         return None
-    return services.read_next_window(partition, worker=self.request.hostname or self.request.id)
+    return services.read_next_window(partition, QUEUE, worker=self.request.hostname or self.request.id)
+
+
+# Beat sends these on a timer: a run that takes longer than the period must not be
+# joined by the next one on another housekeeping thread (they would only repeat each
+# other's work and crowd out the lag samples), so a run already going in this process
+# makes the next one return at once.
+_running = {name: threading.Lock() for name in ("schedule", "stalls")}
+
+
+def _alone(name: str, work):
+    lock = _running[name]
+    if not lock.acquire(blocking=False):
+        return "busy"
+    try:
+        return work()
+    finally:
+        lock.release()
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)
-def schedule_partitions_task(self, stream_id: int | None = None) -> dict | None:
+def schedule_partitions_task(self, stream_id: int | None = None) -> dict | str | None:
     """Schedule ready children and recover lost reads, of one stream or of all."""
-    streams = Stream.objects.filter(pk=stream_id) if stream_id else Stream.objects.all()
-    return {s.name: scheduling.schedule_partitions(s) for s in streams}
+    if stream_id:
+        return _schedule(Stream.objects.filter(pk=stream_id))
+    return _alone("schedule", lambda: _schedule(Stream.objects.all()))
+
+
+def _schedule(streams) -> dict:
+    return {stream.name: scheduling.schedule_partitions(stream, QUEUE) for stream in streams}
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)
@@ -58,7 +82,7 @@ def drain_stream_task(self, stream_id: int) -> bool | None:
 @shared_task(bind=True, acks_late=True, **RETRY)
 def retry_failed_streams_task(self) -> int:
     """Restart FAILED streams whose backoff has passed."""
-    return scheduling.retry_failed_streams()
+    return scheduling.retry_failed_streams(QUEUE)
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)
@@ -68,12 +92,30 @@ def sample_lag_task(self) -> int:
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)
-def detect_stalls_task(self) -> dict:
+def detect_stalls_task(self) -> dict | str:
     """Apply the stall rules to every running stream."""
-    return stalls.detect_stalls()
+    return _alone("stalls", stalls.detect_stalls)
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)
 def cleanup_lag_samples_task(self) -> dict:
     """Downsample old lag samples and delete those beyond the retention."""
     return lag.cleanup()
+
+
+class CeleryQueue:
+    """The pipeline's Queue (partitions.queue): these tasks, sent once the transaction commits."""
+
+    def read(self, partition_id: int, countdown: float = 0, urgent: bool = False) -> None:
+        """Queue one read; a first read goes to "urgent", ahead of every other partition's next window."""
+        options = {"countdown": countdown} if countdown else {}
+        if urgent:
+            options["queue"] = "urgent"
+        transaction.on_commit(lambda: read_partition_task.apply_async((partition_id,), **options))
+
+    def start(self, stream_id: int, countdown: float = 0) -> None:
+        """Queue the stream's start task."""
+        transaction.on_commit(lambda: start_stream_task.apply_async((stream_id,), countdown=countdown))
+
+
+QUEUE = CeleryQueue()

@@ -13,8 +13,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from partitions.models import LagSample, Partition, PartitionEdge
+from partitions.progress import horizon, partition_lag
 from streams.access import can_operate
-from streams.models import Stream
+from streams.models import Stream, StreamError
 
 P = Partition.State
 PAGE_SIZE = 25
@@ -53,10 +54,9 @@ def partition_table_context(request, stream: Stream) -> dict:
         rows = rows.filter(stalled=chosen["stalled"] == "yes")
     rows = rows.order_by(*SORTS[chosen["sort"]]).defer("stall_evidence")
     page = Paginator(rows, PAGE_SIZE).get_page(chosen["page"])
-    now = timezone.now()
+    until = horizon(stream)
     for partition in page:
-        unfinished = partition.state != P.FINISHED
-        partition.lag_seconds = max(0.0, (now - partition.watermark).total_seconds()) if unfinished else None
+        partition.lag_seconds = partition_lag(partition.state, partition.watermark, until)
     query = {k: v for k, v in chosen.items() if v and k != "page"}
     return {
         "stream": stream,
@@ -177,6 +177,7 @@ def partition_detail(request, pk: int):
     partition = get_object_or_404(Partition.objects.select_related("stream"), pk=pk)
     history = watermark_history(partition)
     now = timezone.now()
+    errors = StreamError.objects.filter(stream_id=partition.stream_id)
     context = {
         "partition": partition,
         "stream": partition.stream,
@@ -188,11 +189,11 @@ def partition_detail(request, pk: int):
         "history_json": [
             {**p, "at": p["at"].isoformat(), "watermark": p["watermark"].isoformat()} for p in history
         ],
-        "lag_seconds": None if partition.state == P.FINISHED else (now - partition.watermark).total_seconds(),
+        "lag_seconds": partition_lag(partition.state, partition.watermark, horizon(partition.stream, now)),
         "lease_live": bool(
             partition.lease_owner and partition.lease_expires_at and partition.lease_expires_at > now
         ),
-        "errors": list(partition.errors.all()[:20]),
+        "errors": list(errors.filter(partition_token=partition.token)[:20]),
         "can_operate": can_operate(request.user),
         **_ancestor_context(partition),
     }

@@ -50,6 +50,11 @@
     if (dialog && dialog.showModal) dialog.showModal();
   });
 
+  /* A select marked data-autosubmit sends its form when changed (no inline handlers: CSP). */
+  document.addEventListener("change", function (e) {
+    if (e.target.matches && e.target.matches("select[data-autosubmit]") && e.target.form) e.target.form.submit();
+  });
+
   /* ---- lag and throughput ----------------------------------------------------------- */
   function stateChanges(since) {
     var el = document.getElementById("state-changes");
@@ -80,7 +85,7 @@
     return { x: x, y: y };
   }
 
-  function drawLag(el, samples, since) {
+  function drawLag(el, samples, since, until) {
     var x = samples.map(function (s) { return t(s.at); });
     function line(key, name, colour, dash) {
       return { type: "scattergl", mode: "lines", name: name, x: x, line: { color: colour, width: 2, dash: dash },
@@ -97,7 +102,7 @@
     var first = samples.length ? new Date(samples[0].at) : since;
     var from = first > since ? new Date(first.getTime() - 30000) : since;
     var extra = annotate(stateChanges(from));
-    extra.xaxis = Object.assign({}, LAYOUT.xaxis, { range: [t(from), t(new Date())] });
+    extra.xaxis = Object.assign({}, LAYOUT.xaxis, { range: [t(from), t(until || new Date())] });
     extra.margin = { l: 56, r: 16, t: 24, b: 60 };
     extra.yaxis = Object.assign({}, LAYOUT.yaxis, { title: { text: "seconds" } });
     Plotly.react(el, traces, layout(extra), CONFIG);
@@ -112,19 +117,25 @@
 
   function setupLag(el) {
     var range = 3600;
+    // ?since=&until= (an alert's evidence window) pins the chart until a range is picked.
+    var query = new URLSearchParams(window.location.search);
+    var pinned = query.get("since") && query.get("until") ?
+      { since: new Date(query.get("since")), until: new Date(query.get("until")) } : null;
     function load() {
-      var until = new Date(), since = new Date(until - range * 1000);
+      var until = pinned ? pinned.until : new Date();
+      var since = pinned ? pinned.since : new Date(until - range * 1000);
       var url = el.getAttribute("data-lag-url") + "?since=" + encodeURIComponent(since.toISOString()) +
         "&until=" + encodeURIComponent(until.toISOString());
       getJSON(url).then(function (data) {
         var samples = rows(data);
         if (!samples.length) { showError(el, "No lag samples in this range yet."); return; }
-        drawLag(el, samples, since);
+        drawLag(el, samples, since, pinned ? until : null);
       }).catch(function (err) { showError(el, "Lag series unavailable (" + err.message + ")."); });
     }
     document.querySelectorAll(".range").forEach(function (b) {
-      b.classList.toggle("active", Number(b.getAttribute("data-range")) === range);
+      b.classList.toggle("active", !pinned && Number(b.getAttribute("data-range")) === range);
       b.addEventListener("click", function () {
+        pinned = null;
         range = Number(b.getAttribute("data-range"));
         document.querySelectorAll(".range").forEach(function (o) { o.classList.toggle("active", o === b); });
         load();
@@ -162,7 +173,8 @@
   }
 
   function hoverText(n) {
-    return "<b>" + n.token.slice(0, 32) + "</b><br>" + n.state + (n.stalled ? " · STALLED" : "") +
+    return "<b>" + n.token.slice(0, 32) + "</b>" + (n.label ? "<br>" + n.label : "") + "<br>" + n.state +
+      (n.stalled ? " · STALLED" : "") +
       "<br>watermark " + (n.watermark || "—") + "<br>lag " + duration(n.lag_seconds) +
       "<br>records " + n.data_records + " · mods " + n.mods + " · heartbeats " + n.heartbeats +
       " · bytes " + n.bytes;
@@ -263,6 +275,12 @@
       yaxis: { type: "date", gridcolor: "#e2e8f0", tickformat: "%H:%M:%S" },
       xaxis: { type: "date", gridcolor: "#e2e8f0", title: { text: "recorded at" } } }), CONFIG);
   }
+
+  /* ---- forms that ask before they submit (the Content-Security-Policy forbids onsubmit) -- */
+  document.addEventListener("submit", function (event) {
+    var question = event.target.getAttribute && event.target.getAttribute("data-confirm-submit");
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
 
   function start() {
     if (!window.Plotly) return;

@@ -1,20 +1,21 @@
 """Operator actions on a stream: start, pause, resume, recover.
 
 Each one moves the stream through transition() and, once the move is committed,
-hands the work to the pipeline's Celery task. Views, the API, the admin and the
-cdc_stream command all call these; none of them sets Stream.state.
+hands the work to the pipeline's Celery task, by its name: streams knows nothing of
+the pipeline that reads them. Views, the API, the admin and the cdc_stream command
+all call these; none of them sets Stream.state.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from importlib import import_module
 
+from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from partitions.changestream.times import format_time
 from streams.models import Stream
+from streams.times import format_time
 from streams.transitions import TransitionNotAllowed, transition
 
 S = Stream.State
@@ -26,13 +27,16 @@ class InvalidAction(ValueError):
 
 
 def _enqueue(task_name: str, stream_id: int) -> None:
-    """Send partitions.tasks.<task_name>(stream_id) once the current transaction commits."""
+    """Send the pipeline's task partitions.tasks.<task_name>(stream_id) once the transaction commits."""
+    name = f"partitions.tasks.{task_name}"
+    transaction.on_commit(lambda: _send(name, (stream_id,)))
 
-    def send() -> None:
-        # Imported late: the pipeline's task module must not be needed to load this one.
-        getattr(import_module("partitions.tasks"), task_name).delay(stream_id)
 
-    transaction.on_commit(send)
+def _send(name: str, args: tuple) -> None:
+    if current_app.conf.task_always_eager:
+        current_app.tasks[name].apply(args)  # CELERY_TASK_ALWAYS_EAGER: in-process, for debugging
+    else:
+        current_app.send_task(name, args)
 
 
 def start(stream: Stream, by: str, reason: str = "") -> Stream:
@@ -60,7 +64,7 @@ def pause(stream: Stream, by: str, reason: str = "") -> Stream:
 
 def resume(stream: Stream, by: str, reason: str = "") -> Stream:
     """Resume a paused stream from its partitions' watermarks (through STARTING)."""
-    if stream.reached_end():
+    if stream.reached_end_at is not None:
         raise TransitionNotAllowed(
             f"cannot resume stream '{stream.name}': it finished at its end timestamp "
             f"{format_time(stream.end_at)}; create a new stream starting there to read further",
@@ -99,6 +103,7 @@ def recover(
             reason=reason or f"recovered by {by} from {strategy} ({where})",
             action="recover",
             resume_from=resume_from,
+            reached_end_at=None,
             consecutive_failures=0,
             next_retry_at=None,
         )

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
+from partitions.models import Partition
 from partitions.simulator.config import SimulatorConfig
 from partitions.simulator.server import start_server
+from tests import factories
 
 # Fast-moving topology (an event every 2.5 s) over one hour of history, so that any
 # window of a minute or two holds many splits and merges and a backlog to catch up.
@@ -32,3 +36,27 @@ def _empty_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def make_stream(db):
+    """Return the stream factory (tests.factories.make_stream)."""
+    return factories.make_stream
+
+
+@pytest.fixture
+def make_partition(db):
+    """Return a partition factory whose tokens count from token-0 in each test."""
+    counter = itertools.count()
+
+    def make(stream, state: str = Partition.State.RUNNING, minutes: float = 0, **fields) -> Partition:
+        fields.setdefault("token", f"token-{next(counter)}")
+        return factories.make_partition(stream, state, minutes, **fields)
+
+    return make
+
+
+@pytest.fixture
+def wait_for():
+    """Return the polling helper: wait_for(what, check, timeout=60)."""
+    return factories.wait_for

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, timedelta
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from partitions.changestream.times import parse_time
 from partitions.models import Partition
-from partitions.queries import partition_lag
+from partitions.progress import partition_lag
+from streams.times import parse_time
 
 
 class FlexibleTimeField(serializers.Field):
@@ -31,15 +32,20 @@ class FlexibleTimeField(serializers.Field):
 
 
 class WindowSerializer(serializers.Serializer):
-    """?since=&until=: the time window of the lineage and the lag series."""
+    """?since=&until=: the time window of the lineage and the lag series, at most CDC_API_MAX_WINDOW_DAYS."""
 
     since = FlexibleTimeField(required=False)
     until = FlexibleTimeField(required=False)
 
     def validate(self, attrs: dict) -> dict:
-        """Refuse a window that ends before it begins."""
+        """Refuse a window that ends before it begins, or that is longer than the limit."""
         if "since" in attrs and "until" in attrs and attrs["until"] < attrs["since"]:
             raise serializers.ValidationError({"until": "until is before since"})
+        days = settings.CDC_API_MAX_WINDOW_DAYS
+        # A minute's slack: "-7d" was resolved against a "now" read a moment before this one.
+        limit = timedelta(days=days, minutes=1)
+        if "since" in attrs and attrs.get("until", timezone.now()) - attrs["since"] > limit:
+            raise serializers.ValidationError({"since": f"the window is longer than {days} days: narrow it"})
         return attrs
 
 
@@ -70,7 +76,7 @@ class PartitionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Partition
         fields = (
-            "id", "stream", "token", "state", "start_at", "end_at", "watermark", "lag_seconds",
+            "id", "stream", "token", "label", "state", "start_at", "end_at", "watermark", "lag_seconds",
             "data_records", "mods", "heartbeats", "bytes", "created_at", "scheduled_at", "running_at",
             "finished_at", "last_progress_at", "lease_owner", "lease_expires_at", "stalled", "stall_rule",
         )  # fmt: skip
@@ -81,8 +87,8 @@ class PartitionSerializer(serializers.ModelSerializer):
         """Return how far the watermark is behind now (or the stream's end); 0 once finished."""
         now = timezone.now()
         end = getattr(partition, "stream_end_at", None)
-        horizon = min(now, end) if end else now
-        return partition_lag(partition.state, partition.watermark, horizon)
+        horizon = min(now, end) if end else now  # progress.horizon, from the annotated end
+        return partition_lag(partition.state, partition.watermark, horizon) or 0.0
 
 
 class PartitionDetailSerializer(PartitionSerializer):
@@ -120,6 +126,7 @@ class LineageNodeSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     token = serializers.CharField()
+    label = serializers.CharField(help_text="how pages show the partition: a row range, a shard")
     state = serializers.ChoiceField(choices=Partition.State.choices)
     start_at = serializers.DateTimeField()
     end_at = serializers.DateTimeField(allow_null=True)

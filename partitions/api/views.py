@@ -8,7 +8,7 @@ from rest_framework import viewsets
 
 from partitions.models import LAG_KEY, Partition, PartitionEdge
 from streams.api.cache import CachedReadMixin
-from streams.api.views import STREAM_PK, StreamChildViewSet
+from streams.api.nested import STREAM_PK, StreamChildViewSet
 
 from .filtersets import PartitionFilterSet
 from .serializers import PartitionDetailSerializer, PartitionSerializer

@@ -10,8 +10,10 @@ What keeps it correct:
   read permission 403, whatever is cached. Every reader may read every stream, so
   one answer serves all of them.
 - Only 200 answers rendered as JSON are stored (never the browsable API, which shows
-  the user and a CSRF token), keyed by the absolute URL (pagination links carry the
-  host) and the media type.
+  the user and a CSRF token), keyed by the host, the path, the query parameters the
+  view reads (filters, search, pagination, the lineage's window; any other parameter
+  is left out, so made-up ones cannot fill the cache with copies) and the media type.
+- Answers over CDC_API_CACHE_MAX_BYTES are not stored.
 - Every stored answer carries the cache's generation; saving or deleting a stream
   (a state transition, an edit through the API or the admin) starts a new
   generation, and again once the transaction commits, so a client that pauses a stream and then
@@ -26,12 +28,16 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.cache import caches
 from django.db import transaction
 from django.http import HttpResponse
+from django_filters.rest_framework import DjangoFilterBackend
+from rest_framework.filters import SearchFilter
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 GENERATION_KEY = "api:generation"
 
@@ -45,12 +51,33 @@ def enabled() -> bool:
     return settings.API_CACHE_SECONDS > 0
 
 
-def key_for(request) -> str | None:
+def known_parameters(view) -> set[str]:
+    """Return the query parameters the view reads: its filters, search, pagination and window."""
+    names = set(getattr(view, "cached_query_parameters", ()))
+    backends = getattr(view, "filter_backends", ())
+    filterset = getattr(view, "filterset_class", None)
+    if filterset is not None and DjangoFilterBackend in backends:
+        names.update(filterset.base_filters)
+    if SearchFilter in backends:
+        names.add(api_settings.SEARCH_PARAM)
+    paginator = getattr(view, "paginator", None)
+    names.update(
+        getattr(paginator, attribute) or ""
+        for attribute in ("page_query_param", "page_size_query_param")
+        if hasattr(paginator, attribute)
+    )
+    names.discard("")
+    return names
+
+
+def key_for(request, view=None) -> str | None:
     """Return the cache key of a cacheable request (a GET answered as JSON), else None."""
     renderer = getattr(request, "accepted_renderer", None)
     if not enabled() or request.method != "GET" or renderer is None or renderer.format != "json":
         return None
-    url = f"{request.build_absolute_uri()}|{request.accepted_media_type}"
+    known = known_parameters(view) if view is not None else set(request.query_params)
+    query = urlencode(sorted((k, v) for k, v in request.query_params.lists() if k in known), doseq=True)
+    url = f"{request.build_absolute_uri(request.path)}?{query}|{request.accepted_media_type}"
     return "api:answer:" + hashlib.sha256(url.encode()).hexdigest()
 
 
@@ -75,8 +102,8 @@ def lookup(key: str) -> tuple[HttpResponse | None, str]:
 
 
 def store(key: str, generation: str, response: Response) -> None:
-    """Keep a rendered 200 answer for API_CACHE_SECONDS."""
-    if response.status_code != 200:
+    """Keep a rendered 200 answer for API_CACHE_SECONDS, unless it is larger than CDC_API_CACHE_MAX_BYTES."""
+    if response.status_code != 200 or len(response.content) > settings.CDC_API_CACHE_MAX_BYTES:
         return
     value = (generation, response.status_code, response["Content-Type"], response.content)
     _cache().set(key, value, timeout=settings.API_CACHE_SECONDS)
@@ -123,7 +150,7 @@ class CachedReadMixin:
         per thread that asked while it was being computed.
         """
         super().initial(request, *args, **kwargs)
-        self.api_cache_key = key = key_for(request)
+        self.api_cache_key = key = key_for(request, self)
         if key is None:
             return
         response, generation = lookup(key)

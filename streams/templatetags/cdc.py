@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from streams.dashboard import human_duration
+from streams.times import human_duration
 
 register = template.Library()
 

@@ -8,12 +8,11 @@ from types import SimpleNamespace
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from benchmarks.api_data import make_stream
 from streams.roles import OPERATORS, VIEWERS, ensure_roles
-from tests.api.support import django_db_setup  # noqa: F401 - PostgreSQL when CDC_TEST_DATABASE_URL is set
+from tests.api.support import django_db_setup, token_for  # noqa: F401 - PostgreSQL when CDC_TEST_DATABASE_URL is set
+from tests.factories.lineage import make_stream
 
 ROLES = ("anonymous", "viewer", "operator", "superuser")
 
@@ -65,11 +64,14 @@ def users(db) -> dict[str, User | None]:
 def client_as(users):
     """Return a factory: an APIClient authenticated with the role's token (or anonymous)."""
 
+    tokens: dict[str, str] = {}
+
     def make(role: str) -> APIClient:
         client = APIClient()
         if users[role] is not None:
-            token, _ = Token.objects.get_or_create(user=users[role])
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+            if role not in tokens:
+                tokens[role] = token_for(users[role])
+            client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[role]}")
         return client
 
     return make

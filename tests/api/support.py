@@ -17,6 +17,13 @@ from django.db import connections
 from cdcweb.settings import database_config
 
 
+def token_for(user) -> str:
+    """Return a new API token of the user (knox stores only its digest)."""
+    from knox.models import AuthToken
+
+    return AuthToken.objects.create(user=user)[1]
+
+
 def point_default_at(settings_dict: dict) -> dict:
     """Make the default connection use settings_dict; return the settings it had."""
     connections["default"].close()

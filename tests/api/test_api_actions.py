@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from benchmarks.api_data import make_stream
 from streams.models import Stream
+from tests.factories.lineage import make_stream
 
 S = Stream.State
 

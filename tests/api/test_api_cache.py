@@ -9,11 +9,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from partitions.models import Partition
 from streams.models import Stream
+from tests.api.support import token_for
 
 POLLED = ("", "partitions/?ordering=-lag", "lag/?since=-10m", "lineage/?since=-10m")
 
@@ -100,8 +100,8 @@ def test_a_cached_path_still_refuses_anonymous_and_roleless_users(client_as, vie
     # when an anonymous client and a user without a role ask for it
     anonymous = client_as("anonymous").get(url)
     nobody = APIClient()
-    token = Token.objects.create(user=User.objects.create_user("nobody", password="pw"))
-    nobody.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    token = token_for(User.objects.create_user("nobody", password="pw"))
+    nobody.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     roleless = nobody.get(url)
     bad_token = APIClient(HTTP_AUTHORIZATION="Token not-a-token").get(url)
     # then they get 401 and 403, not the cached answer
@@ -130,8 +130,8 @@ def test_query_strings_are_cached_apart(viewer, stream):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_misses_of_one_url_are_computed_once(client_as, users, monkeypatch):
     # given a lineage that takes a while to compute
-    from benchmarks.api_data import make_stream
     from partitions import queries
+    from tests.factories.lineage import make_stream
 
     stream = make_stream("slow", 5)
     calls, real = [], queries.lineage

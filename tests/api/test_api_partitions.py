@@ -9,13 +9,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from benchmarks.api_data import make_stream
 from partitions.models import LagSample, Partition, PartitionEdge
 from streams.models import StreamError, StreamTransition
+from tests.factories import reference
+from tests.factories.lineage import make_stream
 
 NODE_FIELDS = {
     "id", "token", "state", "start_at", "end_at", "watermark", "lag_seconds", "data_records",
-    "mods", "heartbeats", "bytes", "stalled", "parents",
+    "mods", "heartbeats", "bytes", "stalled", "parents", "label",
 }  # fmt: skip
 
 
@@ -32,7 +33,7 @@ def test_partitions_filter_by_state_and_stall(viewer, stream):
 def test_partitions_order_by_lag_and_start(viewer, stream):
     url = f"/api/v1/streams/{stream.pk}/partitions/"
     most_behind = viewer.get(url, {"ordering": "-lag"}).json()["results"][0]
-    assert most_behind["token"] == stream.holding_partition().token
+    assert most_behind["token"] == reference(stream)["holder"].token
     lags = [
         p["lag_seconds"] for p in viewer.get(url, {"ordering": "lag", "page_size": 500}).json()["results"]
     ]
@@ -117,7 +118,7 @@ def test_transitions_and_errors_are_listed(viewer, stream):
     StreamTransition.objects.create(stream=stream, from_state="STARTING", to_state="RUNNING", by="task")
     partition = stream.partitions.first()
     StreamError.objects.create(
-        stream=stream, partition=partition, kind="retryable", code="UNAVAILABLE", message="x"
+        stream=stream, partition_token=partition.token, kind="retryable", code="UNAVAILABLE", message="x"
     )
     StreamError.objects.create(stream=stream, kind="permanent", code="NOT_FOUND", message="y")
     transitions = viewer.get(f"/api/v1/streams/{stream.pk}/transitions/").json()
@@ -125,7 +126,11 @@ def test_transitions_and_errors_are_listed(viewer, stream):
     errors = viewer.get(f"/api/v1/streams/{stream.pk}/errors/").json()
     assert [e["code"] for e in errors["results"]] == ["NOT_FOUND", "UNAVAILABLE"]
     assert errors["results"][1]["partition_token"] == partition.token
+    assert errors["results"][1]["partition"] == partition.pk
     assert viewer.get(f"/api/v1/streams/{stream.pk}/errors/", {"kind": "permanent"}).json()["count"] == 1
+    assert (
+        viewer.get(f"/api/v1/streams/{stream.pk}/errors/", {"partition": partition.pk}).json()["count"] == 1
+    )
 
 
 def test_partition_timestamps_print_as_drf_prints_them(viewer, stream):

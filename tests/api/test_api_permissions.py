@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from benchmarks.api_data import make_stream
+from cdcweb.alerts.models import Alert, AlertRule, Channel, Silence
 from streams.models import Stream
 from tests.api.conftest import stream_body
+from tests.api.support import token_for
+from tests.factories.lineage import make_stream
 
 S = Stream.State
 ALLOWED = {"anonymous": False, "viewer": False, "operator": True, "superuser": True}
@@ -69,7 +73,7 @@ def test_refused_writes_change_nothing(client_as, role):
 def test_a_user_without_a_role_reads_nothing(users):
     nobody = User.objects.create_user("nobody")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=nobody).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_for(nobody)}")
     assert client.get("/api/v1/streams/").status_code == 403
 
 
@@ -94,3 +98,56 @@ def test_session_writes_need_the_csrf_token(users, stream):
     response = client.post(f"/api/v1/streams/{stream.pk}/pause/")
     assert response.status_code == 403
     assert "CSRF" in response.json()["detail"]
+
+
+# --- alerts: rules, channels and silences follow the same roles -------------------------
+def _alert_rows() -> dict:
+    stream = _stream(S.FAILED)
+    rule = AlertRule.objects.create(name="failed", kind="stream_failed", stream=stream)
+    channel = Channel.objects.create(name="mail", kind="email", email_to=["ops@example.com"])
+    silence = Silence.objects.create(stream=stream, ends_at=timezone.now() + timedelta(hours=1))
+    alert = Alert.objects.create(rule=rule, stream=stream, kind=rule.kind, summary="target: FAILED")
+    later = (timezone.now() + timedelta(hours=2)).isoformat()
+    bodies = {
+        "rules": {"name": "other", "kind": "stream_failed", "stream": stream.pk},
+        "channels": {"name": "other", "kind": "email", "email_to": ["oncall@example.com"]},
+        "silences": {"stream": stream.pk, "ends_at": later, "comment": "maintenance"},
+    }
+    return {"rules": rule, "channels": channel, "silences": silence, "alert": alert, "bodies": bodies}
+
+
+ALERT_WRITES = {
+    "create": ("post", "", 201),
+    "update": ("put", "{id}/", 200),
+    "partial_update": ("patch", "{id}/", 200),
+    "delete": ("delete", "{id}/", 204),
+}
+
+
+@pytest.mark.parametrize("role", ["anonymous", "viewer", "operator", "superuser"])
+@pytest.mark.parametrize("resource", ["rules", "channels", "silences"])
+@pytest.mark.parametrize("operation", list(ALERT_WRITES))
+def test_only_operators_and_superusers_write_alert_rules_channels_and_silences(
+    client_as, role, resource, operation
+):
+    # given a rule, a channel and a silence
+    rows = _alert_rows()
+    method, suffix, success = ALERT_WRITES[operation]
+    body = rows["bodies"][resource] if method in ("post", "put") else {"comment": "x", "enabled": False}
+    url = f"/api/v1/alerts/{resource}/" + suffix.format(id=rows[resource].pk)
+    # when the role attempts the operation
+    response = getattr(client_as(role), method)(url, body, format="json")
+    # then anonymous gets 401, viewers 403, operators and superusers succeed
+    expected = success if ALLOWED[role] else (401 if role == "anonymous" else 403)
+    assert response.status_code == expected, response.content
+
+
+@pytest.mark.parametrize("role", ["anonymous", "viewer", "operator", "superuser"])
+@pytest.mark.parametrize(
+    "path", ["", "{alert}/", "rules/", "rules/{rules}/", "channels/", "channels/{channels}/", "silences/",
+             "silences/{silences}/"],
+)  # fmt: skip
+def test_every_role_but_anonymous_reads_alerts_and_their_rules(client_as, role, path):
+    rows = _alert_rows()
+    url = "/api/v1/alerts/" + path.format(**{k: getattr(v, "pk", None) for k, v in rows.items()})
+    assert client_as(role).get(url).status_code == (401 if role == "anonymous" else 200)

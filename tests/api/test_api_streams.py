@@ -6,9 +6,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from benchmarks.api_data import make_stream
 from streams.models import Stream
 from tests.api.conftest import stream_body
+from tests.factories import reference
+from tests.factories.lineage import make_stream
 
 FIELDS = {
     "id", "name", "project", "instance", "database", "change_stream", "dialect", "heartbeat_ms",
@@ -21,10 +22,11 @@ def test_a_stream_shows_its_progress(viewer, stream):
     body = viewer.get(f"/api/v1/streams/{stream.pk}/").json()
     assert set(body) >= FIELDS
     assert body["state"] == "RUNNING"
-    assert body["holding_partition"] == stream.holding_partition().token
-    assert body["partitions_by_state"] == stream.partitions_by_state()
-    assert body["data_records"] == stream.data_records
-    assert body["lag_seconds"] == pytest.approx(stream.lag_seconds(), abs=2)
+    truth = reference(stream)
+    assert body["holding_partition"] == truth["holder"].token
+    assert body["partitions_by_state"] == truth["by_state"]
+    assert body["data_records"] == truth["data_records"]
+    assert body["lag_seconds"] == pytest.approx(truth["lag"], abs=2)
 
 
 def test_the_list_filters_by_state_and_searches_names(viewer, db):
@@ -114,3 +116,4 @@ def test_deleting_a_stream_removes_its_partitions(operator, stream):
     assert operator.delete(f"/api/v1/streams/{stream.pk}/").status_code == 204
     assert operator.get(f"/api/v1/streams/{stream.pk}/").status_code == 404
     assert not stream.partitions.exists()
+

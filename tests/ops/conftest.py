@@ -1,3 +1,15 @@
-"""Fixtures of the operations tests: the same PostgreSQL switch as the API tests."""
+"""Fixtures of the operations tests: the same PostgreSQL switch as the API tests, a fresh /healthz."""
+
+import pytest
 
 from tests.api.support import django_db_setup  # noqa: F401 - PostgreSQL when CDC_TEST_DATABASE_URL is set
+
+
+@pytest.fixture(autouse=True)
+def _fresh_health():
+    """Start every test without a remembered /healthz answer."""
+    from cdcweb import ops
+
+    ops.HEALTH.clear()
+    yield
+    ops.HEALTH.clear()

@@ -9,9 +9,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.api_data import make_stream
 from partitions.models import Partition, PartitionEdge
 from streams.models import Stream
+from tests.factories import reference
+from tests.factories.lineage import make_stream
 
 FAMILIES = {
     "cdc_stream_lag_seconds", "cdc_stream_low_watermark_timestamp_seconds", "cdc_stream_partitions",
@@ -52,18 +53,20 @@ def test_metrics_need_no_login_and_have_every_family(client, stream):
 def test_partitions_records_and_stalls_match_the_database(client, stream):
     families = scrape(client)
     labels = {"stream": "orders", "state": "RUNNING"}
-    for state, count in stream.partitions_by_state().items():
+    truth = reference(stream)
+    for state, count in truth["by_state"].items():
         assert value(families["cdc_stream_partitions"], partition_state=state, **labels) == count
-    assert value(families["cdc_stream_data_records"], "cdc_stream_data_records_total", **labels) == (
-        stream.data_records
+    assert (
+        value(families["cdc_stream_data_records"], "cdc_stream_data_records_total", **labels)
+        == (truth["data_records"])
     )
     assert (
         value(families["cdc_stream_stalled_partitions"], **labels)
         == stream.partitions.filter(stalled=True).count()
     )
     low = value(families["cdc_stream_low_watermark_timestamp_seconds"], **labels)
-    assert low == pytest.approx(stream.low_watermark().timestamp())
-    assert value(families["cdc_stream_lag_seconds"], **labels) == pytest.approx(stream.lag_seconds(), abs=2)
+    assert low == pytest.approx(truth["low"].timestamp())
+    assert value(families["cdc_stream_lag_seconds"], **labels) == pytest.approx(truth["lag"], abs=2)
 
 
 def test_splits_and_merges_are_counted_from_edges(client, db):
@@ -110,3 +113,19 @@ def test_a_scrape_costs_the_same_queries_for_more_partitions(client, db):
     with CaptureQueriesContext(connection) as many:
         scrape(client)
     assert len(many) == few > 0
+
+
+def test_metrics_need_the_bearer_token_once_one_is_set(client, stream, settings):
+    # given CDC_METRICS_TOKEN set
+    settings.CDC_METRICS_TOKEN = "s3cret-scrape-token"
+    # then a scrape without it, or with another, gets 401 and a Bearer challenge
+    refused = client.get("/metrics")
+    assert refused.status_code == 401
+    assert refused["WWW-Authenticate"].startswith("Bearer")
+    assert b"cdc_stream" not in refused.content
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Token s3cret-scrape-token").status_code == 401
+    # and with it, the figures
+    answer = client.get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token")
+    assert answer.status_code == 200
+    assert b"cdc_stream_lag_seconds" in answer.content

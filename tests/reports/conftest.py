@@ -7,11 +7,14 @@ from datetime import UTC, datetime
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from streams.models import Report, Stream
+from cdcweb.reports.models import Report
+from streams.models import Stream
 from streams.roles import OPERATORS, VIEWERS, ensure_roles
+from tests.factories import make_stream
 
 SINCE = datetime(2026, 11, 20, tzinfo=UTC)
 UNTIL = datetime(2026, 11, 21, tzinfo=UTC)
@@ -64,9 +67,7 @@ def api(users):
     def make(role: str | None) -> APIClient:
         client = APIClient()
         if role:
-            client.credentials(
-                HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=users[role])[0].key}"
-            )
+            client.credentials(HTTP_AUTHORIZATION=f"Token {AuthToken.objects.create(user=users[role])[1]}")
         return client
 
     return make
@@ -74,9 +75,7 @@ def api(users):
 
 @pytest.fixture
 def stream(db) -> Stream:
-    return Stream.objects.create(
-        name="orders", project="p", instance="i", database="d", change_stream="Orders"
-    )
+    return make_stream("orders", start_at=timezone.now())
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from streams.models import Report
+from cdcweb.reports.models import Report
 
 BODY = {"since": "2026-11-20T00:00:00Z", "until": "2026-11-21T00:00:00Z"}
 
@@ -16,7 +16,7 @@ BODY = {"since": "2026-11-20T00:00:00Z", "until": "2026-11-21T00:00:00Z"}
 def sent(monkeypatch):
     """Record the report ids whose task would be sent."""
     ids = []
-    monkeypatch.setattr("streams.tasks.run_report_task.delay", ids.append)
+    monkeypatch.setattr("cdcweb.reports.tasks.run_report_task.delay", ids.append)
     return ids
 
 

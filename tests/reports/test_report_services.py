@@ -8,13 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from cdcweb.reports import command
+from cdcweb.reports import services as report_services
+from cdcweb.reports.models import Report
+from cdcweb.reports.output import parse_line, readable_error
+from cdcweb.reports.reader import reader_assumptions
+from cdcweb.reports.tasks import fail_reports_of_previous_run, run_report_task
 from partitions.models import Partition, PartitionEdge
-from streams import report_services
-from streams.models import Report
-from streams.reports import command
-from streams.reports.output import parse_line, readable_error
-from streams.reports.reader import reader_assumptions
-from streams.tasks import fail_reports_of_previous_run, run_report_task
+from tests.factories import make_stream
 
 S = Report.Status
 SPARK_FAILURE = """\
@@ -102,6 +103,29 @@ def test_command_runs_main_with_the_range_the_master_and_the_price_model(stream,
     assert env["MALLOC_ARENA_MAX"] == "2"  # spark_tasks.submit.SUBMIT_ENV
 
 
+def test_the_job_sees_no_secrets_of_ours_only_what_spark_needs(monkeypatch, settings):
+    # given a worker whose environment holds secrets beside Spark's and Java's variables
+    secrets = {
+        "DJANGO_SECRET_KEY": "k",
+        "DATABASE_URL": "postgres://u:pw@db/x",
+        "CDC_METRICS_TOKEN": "t",
+        "CELERY_BROKER_URL": "redis://:pw@r/0",
+        "AWS_SECRET_ACCESS_KEY": "a",
+        "DJANGO_SECRET_KEY_FILE": "/f",
+    }
+    needed = {"JAVA_HOME": "/usr/lib/jvm/java", "SPARK_CONF_DIR": "/etc/spark",
+              "HADOOP_CONF_DIR": "/etc/hadoop", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin"}  # fmt: skip
+    for name, value in {**secrets, **needed}.items():
+        monkeypatch.setenv(name, value)
+    # when the job's environment is built, then it has the latter and none of the former
+    env = command.spark_env()
+    assert needed.items() <= env.items()
+    assert not set(secrets) & set(env)
+    # and a deployment can pass a name on purpose
+    settings.CDC_SPARK_ENV_PASSTHROUGH = frozenset({"AWS_SECRET_ACCESS_KEY"})
+    assert command.spark_env()["AWS_SECRET_ACCESS_KEY"] == "a"
+
+
 def test_a_cluster_work_uri_gives_each_report_its_own_work_directory(stream, settings, tmp_path):
     settings.CDC_SPARK_WORK_URI = "hdfs://nn:8020/cdcweb/work/"
     report = Report(pk=42, stream=stream, since=datetime(2026, 11, 20, tzinfo=UTC),
@@ -186,11 +210,9 @@ def test_a_restarted_worker_fails_the_reports_it_left_running(running_report, st
 def test_daily_reports_cover_yesterday_once_per_stream_with_data(stream, django_capture_on_commit_callbacks,
                                                                monkeypatch):  # fmt: skip
     sent = []
-    monkeypatch.setattr("streams.tasks.run_report_task.delay", sent.append)
+    monkeypatch.setattr("cdcweb.reports.tasks.run_report_task.delay", sent.append)
     now = datetime(2026, 11, 22, 0, 30, tzinfo=UTC)
-    idle = type(stream).objects.create(
-        name="idle", project="p", instance="i", database="d", change_stream="I"
-    )
+    idle = make_stream("idle", change_stream="I", start_at=stream.start_at)
     Partition.objects.create(stream=stream, token="t", start_at=now - timedelta(days=2),
                              watermark=now - timedelta(hours=1), data_records=10)  # fmt: skip
     Partition.objects.create(stream=idle, token="t", start_at=now - timedelta(days=2), watermark=now)

@@ -13,11 +13,12 @@ import pyarrow.compute as pc
 import pytest
 from django.utils import timezone
 
+from cdcweb.reports.models import Report
+from cdcweb.reports.tasks import run_report_task
 from partitions import landing
 from partitions.landing_schema import DEDUPE_KEY
-from streams.models import Report, Stream
-from streams.tasks import run_report_task
-from tests.partitions.pipeline.conftest import _wait_for, pipeline, sim, sim_config  # noqa: F401
+from streams.models import Stream
+from tests.partitions.pipeline.conftest import _wait_for, pipeline, pipeline_env, sim, sim_config  # noqa: F401
 
 pytestmark = pytest.mark.slow
 S = Report.Status
@@ -32,6 +33,7 @@ def landed(pipeline, sim) -> Stream:  # noqa: F811
     pipeline.env.update(SPARK_ENV)
     pipeline.beat()
     pipeline.worker("w1")
+    pipeline.reports()
     start = (timezone.now() - timedelta(minutes=20)).replace(microsecond=0)
     pipeline.manage(
         "cdc_stream", "create", "orders", "--project", "p", "--instance", "i", "--database", "demo-db",
@@ -57,7 +59,7 @@ def worker_run(pipeline, landed):  # noqa: F811
         stream=landed, since=landed.start_at - timedelta(minutes=1),
         until=landed.end_at + timedelta(minutes=1), requested_by="test",
     )  # fmt: skip
-    code = f"from streams.tasks import run_report_task; run_report_task.delay({report.pk})"
+    code = f"from cdcweb.reports.tasks import run_report_task; run_report_task.delay({report.pk})"
     pipeline.manage("shell", "-c", code)
     seen, deadline = [], time.monotonic() + 240
     while time.monotonic() < deadline:
@@ -91,7 +93,7 @@ def test_worker_report_totals_equal_the_landing_zones_deduplicated_counts(pipeli
     assert report.status == S.DONE, report.error
     assert any(status == S.RUNNING and total > 0 for status, _, total in seen)
     assert report.progress_done == report.progress_total > 2
-    assert report.worker.startswith("w1@")
+    assert report.worker.startswith("rep@")
     # and its totals are the landing zone's, deduplicated
     expected = expected_totals(str(pipeline.landing), landed)
     assert expected["mods"] > 100

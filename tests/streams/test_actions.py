@@ -55,7 +55,7 @@ def test_resume_continues_from_watermarks(make_stream, sent_tasks):
 
 def test_resume_of_a_stream_that_reached_its_end_is_refused(make_stream, make_partition, sent_tasks):
     end = T0 + timedelta(hours=1)
-    stream = make_stream(state="PAUSED", end_at=end)
+    stream = make_stream(state="PAUSED", end_at=end, reached_end_at=end)  # as the pipeline leaves it
     make_partition(stream, state=Partition.State.FINISHED, end_at=end)
     with pytest.raises(TransitionNotAllowed, match="finished at its end timestamp 2026-01-01T13:00"):
         actions.resume(stream, by="alice")

@@ -56,7 +56,7 @@ def test_relative_start_and_options_are_stored():
     stream = Stream.objects.get(name="demo")
     age = (datetime.now(UTC) - stream.start_at).total_seconds()
     assert 1790 < age < 1830
-    assert (stream.dialect, stream.heartbeat_ms, stream.end_at) == ("postgresql", 2000, None)
+    assert (stream.connection["dialect"], stream.heartbeat_ms, stream.end_at) == ("postgresql", 2000, None)
 
 
 def test_start_pause_resume_print_the_new_state(make_stream, sent_tasks):

@@ -73,6 +73,7 @@ def test_beat_schedule_names_the_pipeline_tasks(tmp_path):
         "detect_stalls_task",
         "cleanup_lag_samples_task",
         "schedule_daily_reports_task",
+        "evaluate_alerts_task",
     }
 
 

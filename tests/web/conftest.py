@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from partitions.models import LagSample, Partition, PartitionEdge
 from streams.models import Stream
+from tests.factories import make_stream
 
 P = Partition.State
 
@@ -70,10 +71,7 @@ def make_samples(stream: Stream, now, count: int = 30, holder: Partition | None 
 def stream(db):
     """Return a RUNNING stream with a split, a merge, a stalled partition and lag samples."""
     now = timezone.now()
-    stream = Stream.objects.create(
-        name="orders", project="p", instance="i", database="shop", change_stream="Orders",
-        start_at=now - timedelta(minutes=30),
-    )  # fmt: skip
+    stream = make_stream("orders", database="shop", start_at=now - timedelta(minutes=30))
     Stream.objects.filter(pk=stream.pk).update(state=Stream.State.RUNNING, state_reason="roots found")
     stream.refresh_from_db()
     parts = make_lineage(stream, now)

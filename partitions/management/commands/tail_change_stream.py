@@ -13,7 +13,7 @@ from partitions.changestream.follow import PartitionFollower
 from partitions.changestream.jsonl import record_to_json
 from partitions.changestream.query import DIALECTS, build_query, validate_heartbeat, validate_stream_name
 from partitions.changestream.reader import ChangeStreamReader, connect, detect_dialect
-from partitions.changestream.times import parse_time
+from streams.times import parse_time
 
 
 def _fail(message: str) -> CommandError:

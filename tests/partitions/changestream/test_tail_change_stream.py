@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from partitions.changestream.times import format_time
 from partitions.simulator.config import SimulatorConfig
 from partitions.simulator.server import start_server
+from streams.times import format_time
 
 EPOCH = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
 # An event every second (splits and merges interleaved) so a 50 s window holds > 20 of each.

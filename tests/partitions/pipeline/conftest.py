@@ -13,8 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from django.db import connections
 from cdcweb.settings import database_config
 from partitions.simulator.config import SimulatorConfig, parse_fault
 from partitions.simulator.server import start_server
+from tests import factories
 from tests.api.support import point_default_at
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -67,10 +66,10 @@ def _drop_postgres(url: str) -> None:
 class Pipeline:
     """The environment every process of one test module shares, and its processes."""
 
-    def __init__(self, var_dir: Path, database_url: str, broker_url: str):
+    def __init__(self, var_dir: Path, database_url: str, broker_url: str, env: dict[str, str]):
         self.var_dir = var_dir
         self.landing = var_dir / "landing"
-        self.env = {**os.environ, **TEST_ENV, "CDC_VAR_DIR": str(var_dir), "DATABASE_URL": database_url}
+        self.env = {**os.environ, **env, "CDC_VAR_DIR": str(var_dir), "DATABASE_URL": database_url}
         self.env.pop("DJANGO_SETTINGS_MODULE", None)
         if broker_url:
             self.env["CELERY_BROKER_URL"] = broker_url
@@ -96,16 +95,33 @@ class Pipeline:
         self.procs.append(proc)
         return proc
 
-    def worker(self, name: str = "w1", concurrency: int = 2) -> subprocess.Popen:
-        """Start `celery -A cdcweb worker` (its log says when leases are taken and given back)."""
+    def _celery_worker(self, name: str, queues: str, threads: int) -> subprocess.Popen:
         return self.spawn(
-            name, CELERY, "-A", "cdcweb", "worker", "-l", "INFO", "-c", str(concurrency), "-n", f"{name}@%h",
+            name, CELERY, "-A", "cdcweb", "worker", "-l", "INFO", "-Q", queues, "--pool", "threads",
+            "-c", str(threads), "-n", f"{name}@%h",
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         )  # fmt: skip
 
+    def worker(self, name: str = "w1", threads: int = 8) -> subprocess.Popen:
+        """Start a read worker like the Procfile's `reader` (its log shows leases taken and given up)."""
+        return self._celery_worker(name, "urgent,celery", threads)
+
+    def housekeeping(self, name: str = "hk") -> subprocess.Popen:
+        """Start the housekeeping worker as the Procfile's: beat's tasks, start and drain."""
+        return self._celery_worker(name, "housekeeping", 4)
+
+    def reports(self, name: str = "rep") -> subprocess.Popen:
+        """Start the reports worker as the Procfile's."""
+        return self._celery_worker(name, "reports", 2)
+
+    def alerts(self, name: str = "al") -> subprocess.Popen:
+        """Start the alerts worker as the Procfile's: notices to webhooks, Slack and mail."""
+        return self._celery_worker(name, "alerts", 4)
+
     def beat(self) -> subprocess.Popen:
-        """Start `celery -A cdcweb beat`."""
+        """Start `celery -A cdcweb beat` and the housekeeping worker that runs what it sends."""
         schedule = self.var_dir / "celerybeat-schedule"
+        self.housekeeping()
         return self.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING", "-s", str(schedule))
 
     @staticmethod
@@ -132,7 +148,13 @@ class Pipeline:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory, django_db_blocker):
+def pipeline_env() -> dict[str, str]:
+    """Return the settings every process of the module runs with (a module may override this)."""
+    return TEST_ENV
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory, django_db_blocker, pipeline_env):
     """Yield a migrated, empty pipeline environment; stop its processes afterwards."""
     var_dir = tmp_path_factory.mktemp("var")
     pg_url = os.environ.get("CDC_TEST_DATABASE_URL", "")
@@ -142,7 +164,7 @@ def pipeline(tmp_path_factory, django_db_blocker):
         import redis
 
         redis.Redis.from_url(broker_url).flushdb()
-    pipe = Pipeline(var_dir, database_url, broker_url)
+    pipe = Pipeline(var_dir, database_url, broker_url, pipeline_env)
     pipe.manage("migrate", "--no-input")
     new = database_config(database_url, var_dir / "cdcweb.sqlite3")
     # Keep Django's filled-in defaults, but not the other engine's OPTIONS.
@@ -188,18 +210,4 @@ def faulty_sim(sim_config):
         server.stop(0)
 
 
-def _wait_for(what: str, check: Callable[[], object], timeout: float = 60, every: float = 0.2):
-    """Return check()'s first truthy value, or fail naming what did not happen."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-@pytest.fixture
-def wait_for():
-    """Return the polling helper: wait_for(what, check, timeout=60)."""
-    return _wait_for
+_wait_for = factories.wait_for  # module-scoped fixtures here cannot take the wait_for fixture

@@ -54,7 +54,9 @@ def truth_keys(sim, stream) -> set[tuple]:
     """Return the dedupe keys a correct reader of the stream must land."""
     return {
         (token, r.commit_timestamp, r.server_transaction_id, r.record_sequence, i)
-        for token, r in ground_truth(sim.config, stream.database, stream.start_at, stream.end_at)
+        for token, r in ground_truth(
+            sim.config, stream.connection["database"], stream.start_at, stream.end_at
+        )
         for i in range(len(r.mods))
     }
 

@@ -7,12 +7,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from partitions import checkpoint, failures, lag, scheduling, services, stalls
+from partitions import checkpoint, failures, lag, leases, scheduling, stalls
 from partitions.changestream.errors import PermanentSpannerError, RetryableSpannerError
-from partitions.changestream.records import ChildPartition, ChildPartitionsRecord
 from partitions.models import LagSample, Partition, PartitionEdge
+from partitions.sources.base import Ended, NewPartition
 from streams.models import Stream, StreamError
 from streams.transitions import transition
+from tests.factories import RecordingQueue, make_stream
 
 P, S = Partition.State, Stream.State
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -20,25 +21,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def queued(monkeypatch):
-    """Record the reads the services queue instead of sending them to a broker."""
-    calls = []
-    monkeypatch.setattr(
-        scheduling, "enqueue_read", lambda pk, countdown=0, urgent=False: calls.append((pk, countdown))
-    )
-    monkeypatch.setattr(
-        failures.scheduling,
-        "enqueue_read",
-        lambda pk, countdown=0, urgent=False: calls.append((pk, countdown)),
-    )
-    return calls
+def queued():
+    """Return a queue that records the reads the services ask for, instead of a broker."""
+    return RecordingQueue()
 
 
 @pytest.fixture
 def stream():
-    s = Stream.objects.create(
-        name="orders", project="p", instance="i", database="d", change_stream="Changes", start_at=T0
-    )
+    s = make_stream("orders", change_stream="Changes", start_at=T0)
     transition(s, S.STARTING, by="test")
     return transition(s, S.RUNNING, by="test")
 
@@ -49,12 +39,9 @@ def part(stream, token, state=P.RUNNING, **fields):
 
 
 def finish_with_children(partition, owner, *children, parents=None):
-    record = ChildPartitionsRecord(
-        T0 + timedelta(seconds=5),
-        "0",
-        tuple(ChildPartition(c, tuple(parents or [partition.token])) for c in children),
-    )
-    progress = checkpoint.Progress(start=T0, watermark=T0, children=record, finish_at=record.start_timestamp)
+    at = T0 + timedelta(seconds=5)
+    ended = Ended(at, tuple(NewPartition(c, at, tuple(parents or [partition.token])) for c in children))
+    progress = checkpoint.Progress(start=T0, watermark=T0, ended=ended, finish_at=at)
     return checkpoint.save_progress(partition.pk, owner, progress, keep_lease=True)
 
 
@@ -62,7 +49,7 @@ def test_only_one_of_two_readers_wins_the_lease(stream):
     # given a scheduled partition
     p = part(stream, "a", P.SCHEDULED)
     # when two readers ask for its lease
-    first, second = services.acquire_lease(p, "r1"), services.acquire_lease(p, "r2")
+    first, second = leases.take(p, "r1"), leases.take(p, "r2")
     # then one wins, and the partition is RUNNING under that one
     assert (first, second) == (True, False)
     p.refresh_from_db()
@@ -71,7 +58,7 @@ def test_only_one_of_two_readers_wins_the_lease(stream):
 
 def test_an_expired_lease_can_be_taken_over(stream):
     p = part(stream, "a", lease_owner="dead", lease_expires_at=timezone.now() - timedelta(seconds=1))
-    assert services.acquire_lease(p, "r2")
+    assert leases.take(p, "r2")
 
 
 def test_merged_child_is_scheduled_once_both_parents_finish(stream, queued):
@@ -80,11 +67,11 @@ def test_merged_child_is_scheduled_once_both_parents_finish(stream, queued):
     finish_with_children(left, "r1", "C", parents=["L", "R"])
     child = Partition.objects.get(token="C")
     # when only one parent has finished, the child waits
-    scheduling.schedule_children(left)
+    scheduling.schedule_children(left, queued)
     assert Partition.objects.get(pk=child.pk).state == P.CREATED
     # when the other parent announces the same child and finishes
     finish_with_children(right, "r2", "C", parents=["L", "R"])
-    scheduling.schedule_children(right)
+    scheduling.schedule_children(right, queued)
     # then the child exists once, with both edges, and is queued once
     assert Partition.objects.filter(token="C").count() == 1
     assert set(PartitionEdge.objects.filter(child=child).values_list("parent__token", flat=True)) == {
@@ -92,7 +79,7 @@ def test_merged_child_is_scheduled_once_both_parents_finish(stream, queued):
         "R",
     }
     assert Partition.objects.get(pk=child.pk).state == P.SCHEDULED
-    assert queued == [(child.pk, 0)]
+    assert queued.reads == [(child.pk, 0)]
 
 
 def test_checkpoint_never_moves_a_watermark_back_and_needs_the_lease(stream):
@@ -108,7 +95,7 @@ def test_draining_stream_pauses_only_once_no_lease_is_held(stream):
     p = part(stream, "a", lease_owner="r1", lease_expires_at=timezone.now() + timedelta(seconds=30))
     transition(stream, S.DRAINING, by="test")
     assert not scheduling.maybe_finish_drain(stream)
-    checkpoint.release_lease(p.pk, "r1")
+    leases.release(p.pk, "r1")
     assert scheduling.maybe_finish_drain(stream)
     assert Stream.objects.get(pk=stream.pk).state == S.PAUSED
 
@@ -120,23 +107,24 @@ def test_stream_that_reached_its_end_says_so(stream):
     stream.refresh_from_db()
     assert stream.state == S.PAUSED
     assert "reached end timestamp" in stream.state_reason
+    assert stream.reached_end_at is not None  # resume refuses a complete stream (streams.actions)
 
 
 def test_retryable_errors_fail_the_stream_and_a_success_brings_it_back(stream, queued, settings):
     settings.CDC_MAX_CONSECUTIVE_FAILURES = 2
     p = part(stream, "a", lease_owner="r1")
     for attempt in (1, 2):
-        services.acquire_lease(p, f"r{attempt}")
+        leases.take(p, f"r{attempt}")
         failures.handle_read_error(
-            stream, p, f"r{attempt}", RetryableSpannerError("down", code="UNAVAILABLE")
+            stream, p, f"r{attempt}", RetryableSpannerError("down", code="UNAVAILABLE"), queued
         )
         Partition.objects.filter(pk=p.pk).update(lease_expires_at=None)
     stream.refresh_from_db()
     assert stream.state == S.FAILED
     assert stream.consecutive_failures == 2
-    assert [c for _, c in queued] == [1.0, 2.0]  # capped exponential backoff
+    assert [c for _, c in queued.reads] == [1.0, 2.0]  # capped exponential backoff
     assert StreamError.objects.filter(stream=stream, kind="retryable").count() == 2
-    services.acquire_lease(p, "r3")
+    leases.take(p, "r3")
     checkpoint.save_progress(p.pk, "r3", checkpoint.Progress(start=T0, watermark=T0), keep_lease=True)
     stream.refresh_from_db()
     assert (stream.state, stream.consecutive_failures) == (S.RUNNING, 0)
@@ -145,12 +133,12 @@ def test_retryable_errors_fail_the_stream_and_a_success_brings_it_back(stream, q
 def test_permanent_error_stops_the_stream_with_the_reason(stream, queued):
     p = part(stream, "a", lease_owner="r1")
     error = PermanentSpannerError("start is outside the retention period", code="INVALID_ARGUMENT")
-    failures.handle_read_error(stream, p, "r1", error)
+    failures.handle_read_error(stream, p, "r1", error, queued)
     stream.refresh_from_db()
     assert stream.state == S.FAILED_PERMANENTLY
     assert "retention" in stream.state_reason
     assert Partition.objects.get(pk=p.pk).watermark == T0
-    assert queued == []
+    assert queued.reads == []
 
 
 def test_lag_samples_fold_into_coarser_tiers(stream):
@@ -185,7 +173,7 @@ def test_merged_child_waits_for_a_parent_that_does_not_exist_yet(stream, queued)
     # when R appears, is read and announces the same child
     right = part(stream, "R", lease_owner="r2")
     finish_with_children(right, "r2", "C", parents=["L", "R"])
-    scheduling.schedule_children(right)
+    scheduling.schedule_children(right, queued)
     # then the child has both edges and is scheduled once both parents finished
     child = Partition.objects.get(token="C")
     assert set(PartitionEdge.objects.filter(child=child).values_list("parent__token", flat=True)) == {

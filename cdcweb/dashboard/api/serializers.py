@@ -1,0 +1,189 @@
+"""Serializers of streams with their progress, their actions, transitions and errors."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from partitions.progress import StreamProgress, progress_of
+from partitions.sources import DEFAULT_KIND, KINDS
+from streams.actions import RECOVERY_STRATEGIES
+from streams.api.fields import StrictDateTimeField
+from streams.models import Stream, StreamError, StreamTransition
+
+from ..kinds import SettingsError, api_field, clean_settings, frozen_changes
+
+
+def attach_progress(streams: list[Stream]) -> list[Stream]:
+    """Set each stream's progress (the read model's, one query for all of them) for the serializer."""
+    found = progress_of(streams)
+    for stream in streams:
+        stream.progress = found[stream.pk]
+    return streams
+
+
+COMMON_FIELDS = (
+    "id", "name", "source_kind", "heartbeat_ms", "window_seconds", "start_at", "end_at",
+    "state", "state_reason", "state_changed_at", "low_watermark", "lag_seconds",
+    "holding_partition", "partitions_by_state", "data_records", "created_at", "updated_at",
+)  # fmt: skip
+# Fixed once reading began (besides the kind's settings): a new start would mix two streams' data.
+FROZEN_FIELDS = ("start_at",)
+
+
+class StreamSerializer(serializers.ModelSerializer):
+    """A stream: its kind and that kind's settings, its window, its state and progress.
+
+    Each kind has a subclass (KIND_SERIALIZERS) with the kind's connection settings as
+    fields of their own, kept in Stream.connection and checked by the kind's clean();
+    this base class represents any stream through its kind's subclass.
+    """
+
+    kind = None  # the subclass's SourceKind
+    source_kind = serializers.ChoiceField(choices=list(KINDS), default=DEFAULT_KIND)
+    start_at = StrictDateTimeField(required=False)
+    end_at = StrictDateTimeField(required=False, allow_null=True)
+    low_watermark = serializers.SerializerMethodField()
+    lag_seconds = serializers.SerializerMethodField()
+    holding_partition = serializers.SerializerMethodField()
+    partitions_by_state = serializers.SerializerMethodField()
+    data_records = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Stream
+        fields = COMMON_FIELDS
+        read_only_fields = ("state", "state_reason", "state_changed_at")
+
+    def to_representation(self, instance: Stream) -> dict:
+        """Represent the stream by its kind's fields, reading its progress if the view did not."""
+        if self.kind is None:
+            return KIND_SERIALIZERS[instance.source_kind](instance, context=self.context).data
+        if not hasattr(instance, "progress"):
+            attach_progress([instance])
+        return super().to_representation(instance)
+
+    @staticmethod
+    def _progress(stream: Stream) -> StreamProgress:
+        return stream.progress
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_low_watermark(self, stream: Stream) -> datetime | None:
+        """Return the oldest watermark of an unfinished partition (the end once all finished)."""
+        return self._progress(stream).low_watermark
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_lag_seconds(self, stream: Stream) -> float | None:
+        """Return how far the low watermark is behind now (or behind the stream's end)."""
+        return self._progress(stream).lag_seconds
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_holding_partition(self, stream: Stream) -> str | None:
+        """Return the token of the partition that holds the low watermark back, or None."""
+        return self._progress(stream).holding_token
+
+    @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}})
+    def get_partitions_by_state(self, stream: Stream) -> dict[str, int]:
+        """Return {partition state: count}, every state present."""
+        return self._progress(stream).by_state
+
+    def get_data_records(self, stream: Stream) -> int:
+        """Return the data change records read over all partitions."""
+        return self._progress(stream).data_records
+
+    def validate(self, attrs: dict) -> dict:
+        """Refuse an end before the start, bad settings, and source changes once the stream started."""
+        if self.kind is None:
+            raise serializers.ValidationError({"source_kind": f"use one of {', '.join(KINDS)}"})
+        instance = self.instance
+        start = attrs.get("start_at", instance.start_at if instance else None) or timezone.now()
+        end = attrs.get("end_at", instance.end_at if instance else None)
+        if end is not None and end <= start:
+            raise serializers.ValidationError(
+                {"end_at": "the end timestamp must be after the start timestamp"}
+            )
+        before = instance.connection if instance else {}
+        try:
+            attrs["connection"] = clean_settings(self.kind.name, {**before, **attrs.pop("connection", {})})
+        except SettingsError as refused:
+            raise serializers.ValidationError(refused.errors) from None
+        if instance is not None and instance.state != Stream.State.NOT_STARTED:
+            changed = frozen_changes(self.kind.name, before, attrs["connection"])
+            changed += [f for f in FROZEN_FIELDS if f in attrs and attrs[f] != getattr(instance, f)]
+            if changed:
+                message = f"cannot change once the stream has started (it is {instance.state})"
+                raise serializers.ValidationError(dict.fromkeys(changed, message))
+        return attrs
+
+
+def _kind_serializer(kind) -> type[StreamSerializer]:
+    """Return the stream serializer of one kind: the common fields and the kind's settings."""
+    names = tuple(s.name for s in kind.settings)
+    attrs = {s.name: api_field(s, source=f"connection.{s.name}") for s in kind.settings}
+    attrs["source_kind"] = serializers.ChoiceField(choices=[kind.name], default=kind.name)
+    attrs["Meta"] = type("Meta", (StreamSerializer.Meta,), {"fields": (*COMMON_FIELDS, *names)})
+    attrs["kind"] = kind
+    attrs["__doc__"] = f"A stream of kind {kind.name} ({kind.label}): settings, window, state, progress."
+    name = "".join(part.title() for part in kind.name.split("_"))
+    return type(f"{name}StreamSerializer", (StreamSerializer,), attrs)
+
+
+KIND_SERIALIZERS: dict[str, type[StreamSerializer]] = {name: _kind_serializer(k) for name, k in KINDS.items()}
+
+
+class ActionSerializer(serializers.Serializer):
+    """The optional body of start, pause and resume: why the operator acts."""
+
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+
+
+class RecoverSerializer(ActionSerializer):
+    """How to recover a stream that failed permanently."""
+
+    strategy = serializers.ChoiceField(choices=RECOVERY_STRATEGIES)
+    timestamp = StrictDateTimeField(required=False, allow_null=True)
+
+    def validate(self, attrs: dict) -> dict:
+        """Require a past timestamp with strategy "timestamp", and none with the others."""
+        timestamp = attrs.get("timestamp")
+        if attrs["strategy"] == "timestamp":
+            if timestamp is None:
+                raise serializers.ValidationError({"timestamp": "strategy 'timestamp' needs a timestamp"})
+            if timestamp > timezone.now():
+                raise serializers.ValidationError({"timestamp": "the timestamp is in the future"})
+        elif timestamp is not None:
+            message = f"a timestamp is only used with strategy 'timestamp', not {attrs['strategy']!r}"
+            raise serializers.ValidationError({"timestamp": message})
+        return attrs
+
+
+class ConflictSerializer(serializers.Serializer):
+    """A refused state move: the message names the stream's current state."""
+
+    detail = serializers.CharField()
+    current_state = serializers.ChoiceField(choices=Stream.State.choices)
+
+
+class StreamTransitionSerializer(serializers.ModelSerializer):
+    """One logged state move."""
+
+    class Meta:
+        model = StreamTransition
+        fields = ("id", "from_state", "to_state", "at", "by", "reason")
+
+
+class StreamErrorSerializer(serializers.ModelSerializer):
+    """One error met while reading the stream, with its partition (id and token) if any."""
+
+    partition = serializers.IntegerField(source="partition_id", allow_null=True, read_only=True)
+    partition_token = serializers.SerializerMethodField()
+
+    class Meta:
+        model = StreamError
+        fields = ("id", "at", "kind", "code", "message", "attempt", "partition", "partition_token")
+
+    def get_partition_token(self, error: StreamError) -> str | None:
+        """Return the token of the partition the error happened in, or None."""
+        return error.partition_token or None

@@ -1,0 +1,21 @@
+"""Routes of the streams API (mounted under /api/v1/): kebab-case plural resources."""
+
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from .views import StreamErrorViewSet, StreamTransitionViewSet, StreamViewSet
+
+router = SimpleRouter()
+router.register("streams", StreamViewSet, basename="stream")
+
+urlpatterns = [
+    *router.urls,
+    path(
+        "streams/<int:stream_pk>/transitions/",
+        StreamTransitionViewSet.as_view({"get": "list"}),
+        name="stream-transitions",
+    ),
+    path(
+        "streams/<int:stream_pk>/errors/", StreamErrorViewSet.as_view({"get": "list"}), name="stream-errors"
+    ),
+]

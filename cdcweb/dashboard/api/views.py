@@ -1,0 +1,202 @@
+"""Streams API: CRUD, operator actions, lineage and lag, transitions and errors.
+
+It shows each stream with its partitions' progress, so it sits above both apps.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.db.models import OuterRef, Subquery
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import filters, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from partitions import queries
+from partitions.api.serializers import LagPointSerializer, LineageSerializer, WindowSerializer
+from partitions.models import Partition
+from partitions.sources import DEFAULT_KIND
+from streams import actions
+from streams.api.cache import CachedReadMixin
+from streams.api.nested import STREAM_PK, StreamChildViewSet
+from streams.models import Stream, StreamError, StreamTransition
+from streams.transitions import TransitionNotAllowed
+
+from .filtersets import StreamErrorFilterSet, StreamFilterSet
+from .serializers import (
+    KIND_SERIALIZERS,
+    ActionSerializer,
+    ConflictSerializer,
+    RecoverSerializer,
+    StreamErrorSerializer,
+    StreamSerializer,
+    StreamTransitionSerializer,
+    attach_progress,
+)
+
+# Every kind's stream, one schema each, told apart by source_kind.
+ANY_STREAM = PolymorphicProxySerializer(
+    component_name="AnyStream",
+    serializers=KIND_SERIALIZERS,
+    resource_type_field_name="source_kind",
+)
+ACTION_RESPONSES = {
+    200: ANY_STREAM,
+    400: OpenApiResponse(description="invalid arguments, with field errors"),
+    409: OpenApiResponse(ConflictSerializer, description="the state machine forbids the move"),
+}
+WINDOW_REFUSED = OpenApiResponse(description="a bad time, or a window too long or holding too many rows")
+# Examples include times out of range, so the schema fuzzing (tests/api/test_api_schema.py)
+# sends them too: they must get a 400, never a 500.
+TIME_EXAMPLES = [
+    OpenApiExample(name, value=value)
+    for name, value in (("relative", "-6h"), ("year 1", "0001-01-01T00:00:00Z"), ("far past", "-1000000d"))
+]
+WINDOW = [
+    OpenApiParameter(
+        "since", str, description="ISO 8601 with a zone, 'now' or relative like '-6h'", examples=TIME_EXAMPLES
+    ),
+    OpenApiParameter(
+        "until", str, description="ISO 8601 with a zone, 'now' or relative like '-5m'", examples=TIME_EXAMPLES
+    ),
+]
+
+
+@contextmanager
+def _bounded():
+    """Turn a window that holds too many rows into a 400 that says to narrow it."""
+    try:
+        yield
+    except queries.TooManyRows as error:
+        raise ValidationError({"since": [str(error)]}) from None
+
+
+def _act(view, request, do) -> Response:
+    """Run an operator action on the view's stream; 409 naming the state if the move is refused."""
+    stream = view.get_object()
+    serializer = (RecoverSerializer if view.action == "recover" else ActionSerializer)(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    try:
+        stream = do(stream, by=request.user.get_username(), **serializer.validated_data)
+    except TransitionNotAllowed as refused:
+        body = {"detail": str(refused), "current_state": refused.current}
+        return Response(body, status=status.HTTP_409_CONFLICT)
+    except actions.InvalidAction as invalid:
+        return Response({"non_field_errors": [str(invalid)]}, status=status.HTTP_400_BAD_REQUEST)
+    return Response(view.get_serializer(stream).data)
+
+
+@extend_schema_view(
+    list=extend_schema(responses=ANY_STREAM),
+    retrieve=extend_schema(responses=ANY_STREAM),
+    create=extend_schema(request=ANY_STREAM, responses={201: ANY_STREAM}),
+    update=extend_schema(request=ANY_STREAM, responses=ANY_STREAM),
+    partial_update=extend_schema(request=ANY_STREAM, responses=ANY_STREAM),
+    start=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
+    pause=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
+    resume=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
+    recover=extend_schema(request=RecoverSerializer, responses=ACTION_RESPONSES),
+    lineage=extend_schema(parameters=WINDOW, responses={200: LineageSerializer, 400: WINDOW_REFUSED}),
+    lag=extend_schema(parameters=WINDOW, responses={200: LagPointSerializer(many=True), 400: WINDOW_REFUSED}),
+)
+class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
+    """Change streams: list, create, read, change, delete; start, pause, resume, recover."""
+
+    queryset = Stream.objects.order_by("name")
+    serializer_class = StreamSerializer
+    lookup_value_regex = r"\d+"
+    filterset_class = StreamFilterSet
+    filter_backends = [filters.SearchFilter, *viewsets.ModelViewSet.filter_backends]
+    search_fields = ["name"]
+    operate_actions = ("start", "pause", "resume", "recover")
+    cached_query_parameters = ("since", "until")  # the lineage's and lag's window (streams/api/cache.py)
+
+    def get_serializer_class(self):
+        """Return the serializer of the stream's kind for writes (create: the kind asked for)."""
+        if self.action == "create":
+            data = self.request.data
+            asked = data.get("source_kind", DEFAULT_KIND) if hasattr(data, "get") else DEFAULT_KIND
+            return (
+                KIND_SERIALIZERS.get(asked, StreamSerializer) if isinstance(asked, str) else StreamSerializer
+            )
+        if self.action in ("update", "partial_update"):
+            return KIND_SERIALIZERS[self.get_object().source_kind]
+        return StreamSerializer
+
+    def paginate_queryset(self, queryset):
+        """Count and slice the streams, then read the progress of the page's streams only (one query)."""
+        page = super().paginate_queryset(queryset)
+        return attach_progress(list(queryset) if page is None else page)
+
+    @action(detail=True, methods=["post"])
+    def start(self, request, pk=None):
+        """Start a stream that has never run (NOT_STARTED -> STARTING)."""
+        return _act(self, request, actions.start)
+
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        """Pause a stream: DRAINING while readers close their windows, then PAUSED."""
+        return _act(self, request, actions.pause)
+
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """Resume a PAUSED stream from its partitions' watermarks."""
+        return _act(self, request, actions.resume)
+
+    @action(detail=True, methods=["post"])
+    def recover(self, request, pk=None):
+        """Recover a FAILED_PERMANENTLY stream from its watermarks, from now, or from a timestamp."""
+        return _act(self, request, actions.recover)
+
+    def _window(self, request) -> tuple[Stream, dict]:
+        stream = get_object_or_404(Stream, pk=self.kwargs["pk"])
+        window = WindowSerializer(data=request.query_params)
+        window.is_valid(raise_exception=True)
+        return stream, window.validated_data
+
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def lineage(self, request, pk=None):
+        """Return the partitions alive in [since, until] as nodes and their parent-child edges."""
+        stream, window = self._window(request)
+        with _bounded():
+            return Response(queries.lineage(stream, **window, max_nodes=settings.CDC_API_MAX_LINEAGE_NODES))
+
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def lag(self, request, pk=None):
+        """Return the stream's lag samples in [since, until], oldest first."""
+        stream, window = self._window(request)
+        with _bounded():
+            return Response(queries.lag_series(stream, **window, max_points=settings.CDC_API_MAX_LAG_POINTS))
+
+
+@extend_schema_view(list=extend_schema(parameters=[STREAM_PK]))
+class StreamTransitionViewSet(StreamChildViewSet):
+    """A stream's state moves, oldest first: from, to, when, by whom, why."""
+
+    queryset = StreamTransition.objects.order_by("at", "id")
+    serializer_class = StreamTransitionSerializer
+
+
+@extend_schema_view(list=extend_schema(parameters=[STREAM_PK]))
+class StreamErrorViewSet(StreamChildViewSet):
+    """A stream's errors, newest first."""
+
+    queryset = StreamError.objects.order_by("-at", "-id")
+    serializer_class = StreamErrorSerializer
+    filterset_class = StreamErrorFilterSet
+
+    def get_queryset(self):
+        """Return the stream's errors, each with the id of its partition (found by its token)."""
+        same = Partition.objects.filter(stream_id=OuterRef("stream_id"), token=OuterRef("partition_token"))
+        return super().get_queryset().annotate(partition_id=Subquery(same.values("pk")[:1]))

@@ -1,0 +1,233 @@
+"""`manage.py cdc_stream create|start|pause|resume|recover|status`: run streams from a script.
+
+Every error is one line on stderr and exit status 2, so a script can tell a
+refusal (wrong state, bad argument) from a crash (status 1 with a traceback).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import re
+import sys
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from cdcweb.dashboard.kinds import SettingsError, clean_settings
+from cdcweb.dashboard.status import statuses as stream_statuses
+from partitions.sources import DEFAULT_KIND, KINDS
+from streams import actions
+from streams.models import MAX_HEARTBEAT_MS, MIN_HEARTBEAT_MS, Stream
+from streams.times import format_time, parse_time
+from streams.transitions import TransitionNotAllowed
+
+TIME_OPTIONS = ("--start", "--end", "--timestamp")
+RELATIVE_TIME = re.compile(r"^-\d+(\.\d+)?(us|ms|s|m|h|d)$")
+TABLE_COLUMNS = ("NAME", "STATE", "LAG", "LOW WATERMARK", "RECORDS", "PARTITIONS C/S/R/F", "REASON")
+
+
+def setting_flags() -> dict[str, tuple[str, str]]:
+    """Return {flag: (setting name, help)} over every kind (kinds share flags such as --project)."""
+    flags: dict[str, tuple[str, str]] = {}
+    for kind in KINDS.values():
+        for setting in kind.settings:
+            flag = setting.cli or f"--{setting.name.replace('_', '-')}"
+            flags.setdefault(flag, (setting.name, setting.help))
+    return flags
+
+
+def refuse(message: str) -> CommandError:
+    """Return the one-line error every refusal of this command raises (exit status 2)."""
+    return CommandError(message, returncode=2)
+
+
+def _join_relative_times(args: list[str] | None) -> list[str] | None:
+    """Turn ["--start", "-30m"] into ["--start=-30m"]: argparse takes "-30m" for an option."""
+    if args is None:
+        return None
+    joined: list[str] = []
+    for arg in args:
+        if joined and joined[-1] in TIME_OPTIONS and RELATIVE_TIME.match(str(arg)):
+            joined[-1] = f"{joined[-1]}={arg}"
+        else:
+            joined.append(arg)
+    return joined
+
+
+class OneLineParser(CommandParser):
+    """An argument parser whose usage errors are one line and exit status 2."""
+
+    def parse_args(self, args=None, namespace=None):
+        return super().parse_args(_join_relative_times(args), namespace)
+
+    def error(self, message):
+        if self.called_from_command_line:
+            sys.stderr.write(f"{self.prog}: error: {message}\n")
+            sys.exit(2)
+        raise refuse(f"Error: {message}")
+
+
+class Command(BaseCommand):
+    help = "Create, start, pause, resume, recover and show cdcweb streams."
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        # BaseCommand builds a plain CommandParser; OneLineParser only adds behaviour, no state.
+        parser.__class__ = OneLineParser
+        return parser
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+        create = sub.add_parser("create", help="register a stream (NOT_STARTED)")
+        create.add_argument("name")
+        create.add_argument("--kind", choices=list(KINDS), default=DEFAULT_KIND, help="the kind of source")
+        for flag, (dest, help_text) in setting_flags().items():
+            create.add_argument(flag, dest=dest, default=None, help=help_text)
+        create.add_argument("--start", default="now", help="ISO 8601 with a zone, 'now' or '-30m'")
+        create.add_argument("--end", default=None, help="ISO 8601 with a zone, 'now' or '+1h'")
+        create.add_argument("--heartbeat-ms", type=int, default=10_000)
+        create.add_argument("--window-seconds", type=int, default=60)
+        for name in ("start", "pause", "resume"):
+            sub.add_parser(name, help=f"{name} a stream").add_argument("name")
+        recover = sub.add_parser("recover", help="recover a FAILED_PERMANENTLY stream")
+        recover.add_argument("name")
+        recover.add_argument("--strategy", required=True, choices=actions.RECOVERY_STRATEGIES)
+        recover.add_argument("--timestamp", default=None, help="ISO 8601 with a zone (strategy timestamp)")
+        status = sub.add_parser("status", help="show streams")
+        status.add_argument("name", nargs="?")
+        status.add_argument("--json", action="store_true", help="print JSON")
+
+    def handle(self, *args, **options):
+        action = options["action"]
+        try:
+            getattr(self, f"do_{action}")(options)
+        except (TransitionNotAllowed, actions.InvalidAction) as exc:
+            raise refuse(str(exc)) from None
+
+    def do_create(self, options) -> None:
+        kind = KINDS[options["kind"]]
+        stream = Stream(
+            name=options["name"],
+            source_kind=kind.name,
+            connection=self._settings(kind, options),
+            heartbeat_ms=options["heartbeat_ms"],
+            start_at=self._time(options["start"], "--start"),
+            end_at=self._time(options["end"], "--end") if options["end"] else None,
+            window_seconds=options["window_seconds"],
+        )
+        self._validate(stream)
+        stream.save()
+        end = format_time(stream.end_at) if stream.end_at else "no end"
+        self.stdout.write(
+            f"created stream '{stream.name}' ({stream.state}): {kind.describe(stream.connection)}, "
+            f"from {format_time(stream.start_at)} to {end}"
+        )
+
+    @staticmethod
+    def _settings(kind, options) -> dict:
+        """Return the kind's settings from their flags, cleaned; refuse another kind's flag."""
+        own = {s.name for s in kind.settings}
+        for flag, (dest, _) in setting_flags().items():
+            if options.get(dest) is not None and dest not in own:
+                raise refuse(f"{flag} is not a setting of {kind.name} streams (--kind)")
+        given = {name: options[name] for name in own if options.get(name) is not None}
+        try:
+            return clean_settings(kind.name, given)
+        except SettingsError as refused:
+            flags = {s.name: s.cli or s.name for s in kind.settings}
+            raise refuse("; ".join(f"{flags.get(n, n)}: {m}" for n, m in refused.errors.items())) from None
+
+    def _validate(self, stream: Stream) -> None:
+        """Raise a one-line refusal for the first thing wrong with a new stream."""
+        if Stream.objects.filter(name=stream.name).exists():
+            raise refuse(f"a stream named '{stream.name}' already exists")
+        if not MIN_HEARTBEAT_MS <= stream.heartbeat_ms <= MAX_HEARTBEAT_MS:
+            raise refuse(
+                f"--heartbeat-ms must be between {MIN_HEARTBEAT_MS:,} and {MAX_HEARTBEAT_MS:,}, "
+                f"got {stream.heartbeat_ms:,}"
+            )
+        if stream.end_at is not None and stream.end_at <= stream.start_at:
+            raise refuse(
+                f"--end ({format_time(stream.end_at)}) must be after --start ({format_time(stream.start_at)})"
+            )
+        if not 1 <= stream.window_seconds <= 86_400:
+            raise refuse(f"--window-seconds must be between 1 and 86,400, got {stream.window_seconds}")
+        try:
+            stream.full_clean()
+        except ValidationError as exc:
+            raise refuse("; ".join(f"{f}: {' '.join(m)}" for f, m in exc.message_dict.items())) from None
+
+    @staticmethod
+    def _time(text: str, option: str):
+        try:
+            return parse_time(text)
+        except ValueError as exc:
+            raise refuse(f"{option}: {exc}") from None
+
+    @staticmethod
+    def _stream(name: str) -> Stream:
+        stream = Stream.objects.filter(name=name).first()
+        if stream is None:
+            raise refuse(f"no stream named '{name}' (see: manage.py cdc_stream status)")
+        return stream
+
+    @staticmethod
+    def _by() -> str:
+        try:
+            return f"cdc_stream ({getpass.getuser()})"
+        except (KeyError, OSError):  # no user name in a bare container
+            return "cdc_stream"
+
+    def _report(self, stream: Stream) -> None:
+        self.stdout.write(f"stream '{stream.name}': {stream.state} ({stream.state_reason})")
+
+    def do_start(self, options) -> None:
+        self._report(actions.start(self._stream(options["name"]), by=self._by()))
+
+    def do_pause(self, options) -> None:
+        self._report(actions.pause(self._stream(options["name"]), by=self._by()))
+
+    def do_resume(self, options) -> None:
+        self._report(actions.resume(self._stream(options["name"]), by=self._by()))
+
+    def do_recover(self, options) -> None:
+        stream = self._stream(options["name"])
+        timestamp = self._time(options["timestamp"], "--timestamp") if options["timestamp"] else None
+        self._report(actions.recover(stream, options["strategy"], timestamp, by=self._by()))
+
+    def do_status(self, options) -> None:
+        """Print one stream (an object in JSON) or every stream (a list in JSON)."""
+        if options["name"]:
+            statuses = stream_statuses([self._stream(options["name"])])
+        else:
+            statuses = stream_statuses(list(Stream.objects.order_by("name")))
+        if options["json"]:
+            payload = statuses[0] if options["name"] else statuses
+            self.stdout.write(json.dumps(payload, indent=2))
+        else:
+            self.stdout.write(format_table(statuses))
+
+
+def format_table(statuses: list[dict]) -> str:
+    """Return the statuses as an aligned text table."""
+    rows = [TABLE_COLUMNS] + [_row(s) for s in statuses]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS) - 1)]
+    lines = ["  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]) for row in rows]
+    if not statuses:
+        lines.append("(no streams: create one with manage.py cdc_stream create)")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _row(status: dict) -> tuple[str, ...]:
+    counts = status["partitions_by_state"]
+    lag = status["lag_seconds"]
+    return (
+        status["name"],
+        status["state"],
+        "-" if lag is None else f"{lag:,.1f}s",
+        status["low_watermark"] or "-",
+        f"{status['data_records']:,}",
+        "/".join(str(counts[s]) for s in ("CREATED", "SCHEDULED", "RUNNING", "FINISHED")),
+        status["state_reason"],
+    )

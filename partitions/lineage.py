@@ -1,0 +1,65 @@
+"""Store the children a partition's read announced, and the edges of the lineage (DESIGN §5 step 4).
+
+Runs inside the checkpoint that finishes the parent. Each child is inserted if absent
+(a merge's child is announced by every parent) and gets an edge from each parent; its
+cursor gathers what each parent hands over (Bigtable continuation tokens), under the
+child's row lock, so two parents finishing at once both count.
+
+Two rules decide when a child is stored:
+
+- A child whose source names its parents (Spanner) is stored only once every named
+  parent exists here: a parent not stored yet (its own parent has not finished) will
+  announce the same child when it finishes. Storing it earlier would let the
+  parent-wait rule see one finished parent and schedule the child too soon.
+- The kind picks the token (``SourceKind.place_child``): a change stream's token is its
+  own; a Bigtable row range that comes back after it finished is a new generation.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from . import states
+from .models import Partition, PartitionEdge
+from .sources.base import Ended, NewPartition, SourceKind
+
+P = Partition.State
+
+
+def store_children(parent: Partition, ended: Ended, kind: SourceKind) -> None:
+    """Insert each announced child (or add to the stored one), with its edges from its parents."""
+    for child in ended.children:
+        _store(parent, child, kind)
+
+
+def _store(parent: Partition, child: NewPartition, kind: SourceKind) -> None:
+    stream_id = parent.stream_id
+    named = {*child.parents, parent.token}
+    parents = dict(Partition.objects.filter(stream_id=stream_id, token__in=named).values_list("token", "pk"))
+    if not named <= parents.keys():
+        return  # a named parent is not stored yet: it announces the child when it finishes
+    # Every stored partition that may be this child: the same token, or a generation of it.
+    same = Partition.objects.filter(stream_id=stream_id).filter(Q(token__startswith=child.token))
+    known = {token: cursor for token, cursor in same.values_list("token", "cursor")}
+    token, stored = kind.place_child(child, known)
+    if not stored:
+        created = Partition(
+            stream_id=stream_id, token=token, state=states.INITIAL["child"], start_at=child.start,
+            watermark=child.start, cursor=kind.merge_cursor({}, child.cursor), label=child.label,
+        )  # fmt: skip
+        Partition.objects.bulk_create([created], ignore_conflicts=True)
+    row = _join(stream_id, token, child, kind)
+    edges = [PartitionEdge(stream_id=stream_id, parent_id=parents[p], child_id=row.pk) for p in named]
+    PartitionEdge.objects.bulk_create(edges, ignore_conflicts=True)
+
+
+def _join(stream_id: int, token: str, child: NewPartition, kind: SourceKind) -> Partition:
+    """Return the stored child with this parent's part of its cursor and start added (row locked)."""
+    row = Partition.objects.select_for_update(no_key=True).get(stream_id=stream_id, token=token)
+    cursor = kind.merge_cursor(row.cursor, child.cursor)
+    # A merged child starts where its earliest parent ended (Bigtable parents may differ).
+    start = min(row.start_at, child.start) if row.state == P.CREATED else row.start_at
+    if cursor != row.cursor or start != row.start_at:
+        row.cursor, row.start_at, row.watermark = cursor, start, min(row.watermark, start)
+        row.save(update_fields=["cursor", "start_at", "watermark"])
+    return row

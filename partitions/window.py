@@ -1,0 +1,183 @@
+"""Read one window of one partition through its stream's source: land, checkpoint, settle.
+
+A read yields the kind's records, PROGRESS and at most one Ended (partitions/sources/
+base.py). The loop lands and checkpoints every ``checkpoint_seconds`` while it reads
+(steps 3 and 4 of DESIGN §5), so at the live edge the watermark keeps up within
+seconds, with one checkpoint per interval whatever the record rate; each checkpoint
+rewrites the read's landing segment with the new records added (landing.Segment),
+so a live window still lands in one file.
+
+A windowed kind (change streams) reads [watermark, watermark + window]; a polling kind
+(a table watched by commit timestamp) reads once up to now, bounded by the stream's end,
+and its source says how long to wait before the next poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import pyarrow.compute as pc
+from django.conf import settings
+from django.utils import timezone
+
+from streams.models import Stream
+
+from . import landing, leases, readers
+from .checkpoint import Progress, save_progress
+from .models import Partition
+from .sources import kind_of
+from .sources.base import PROGRESS, Ended, Source
+
+P = Partition.State
+# Lease audit lines (at INFO): the tests read them to prove no two readers overlap.
+lease_log = logging.getLogger("partitions.lease")
+# One line per checkpoint that landed records: its landed rows' read_timestamp and when the
+# checkpoint committed, so benchmarks/freshness.py can time each record from its commit.
+checkpoint_log = logging.getLogger("partitions.checkpoint")
+# A read holding this many records not yet landed checkpoints at once: it bounds a
+# catch-up read's memory (some 20 MB of records) however much its window holds.
+MAX_PENDING_RECORDS = 20_000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a window's read left: the stored partition (None: lease lost), go on?, and when."""
+
+    stored: Partition | None
+    go_on: bool
+    delay: float = 0.0
+
+
+def log_lease(event: str, partition_id: int, owner: str, expires: datetime | None = None) -> None:
+    """Log a lease event with a wall-clock time; "end" is logged before the lease is given up."""
+    until = expires.timestamp() if expires else 0.0
+    lease_log.info(
+        "LEASE %s partition=%s owner=%s at=%.6f until=%.6f", event, partition_id, owner, time.time(), until
+    )
+
+
+def window_end(partition: Partition, stream: Stream) -> datetime | None:
+    """Return where the partition's next read ends: its window's end, or the stream's end for a poll."""
+    if not kind_of(stream.source_kind).windows:
+        return stream.end_at
+    end = partition.watermark + timedelta(seconds=stream.window_seconds)
+    return min(end, stream.end_at) if stream.end_at else end
+
+
+def query_timeout(end: datetime | None) -> float:
+    """Return a read's deadline: until its end (a poll: now), plus one lease.
+
+    A query that hangs past that would have lost its lease anyway; ending it with
+    DEADLINE_EXCEEDED (retryable) lets the failure count and the backoff see it.
+    """
+    until_end = (end - timezone.now()).total_seconds() if end is not None else 0.0
+    return max(0.0, until_end) + settings.CDC_LEASE_SECONDS
+
+
+def checkpoint_seconds(stream: Stream) -> float:
+    """Return how often a read checkpoints: each heartbeat interval, or CDC_CHECKPOINT_SECONDS if longer.
+
+    A heartbeat is what moves an idle partition's watermark, so checkpointing more
+    often would store the same watermark again; checkpointing less often would leave
+    the stored watermark (and the dashboard's lag) behind what the reader already has.
+    """
+    return max(stream.heartbeat_ms / 1000, settings.CDC_CHECKPOINT_SECONDS)
+
+
+def stream_reads_on(stream: Stream) -> bool:
+    """Return whether the stream (read afresh) is still in a state in which readers read."""
+    stream.refresh_from_db(fields=["state"])
+    return stream.state in leases.READING_STATES
+
+
+def read_window(stream: Stream, partition: Partition, owner: str) -> Outcome:
+    """Read, land and checkpoint one window of the partition."""
+    source = readers.source_for(stream)
+    end = window_end(partition, stream)
+    # Read even when watermark == end: both bounds are inclusive, and a child that starts
+    # exactly at the stream's end still owns the records committed there.
+    read = source.read(readers.state_of(partition), end, readers.options(stream, query_timeout(end)))
+    segment = landing.Segment(
+        settings.CDC_LANDING_URI, stream.name, partition.token, landing.attempt_name(owner)
+    )
+    try:
+        stored, go_on = _read_all(Window(stream, source, partition, owner, read, segment, end))
+    finally:
+        read.close()
+    return Outcome(stored, go_on, source.next_read_delay(read) if go_on else 0.0)
+
+
+@dataclass
+class Window:
+    """One read in progress: the stream and its source, the partition as stored, the read."""
+
+    stream: Stream
+    source: Source
+    partition: Partition
+    owner: str
+    read: object
+    segment: landing.Segment
+    end: datetime | None
+
+
+def _read_all(w: Window) -> tuple[Partition | None, bool]:
+    progress = Progress(start=w.partition.watermark, watermark=w.partition.watermark)
+    cadence = checkpoint_seconds(w.stream)
+    due = time.monotonic() + cadence
+    for item in w.read:
+        if item is PROGRESS:
+            progress.heartbeats += 1
+        elif type(item) is Ended:
+            progress.ended = item
+        else:
+            progress.data.append(item)
+        if progress.ended is None and (time.monotonic() >= due or len(progress.data) >= MAX_PENDING_RECORDS):
+            stored = _flush(w, progress)
+            if stored is None or not stream_reads_on(w.stream):
+                return stored, False  # lease lost, or asked to stop: leave mid-window
+            w.partition, progress, due = stored, progress.next(), time.monotonic() + cadence
+    _settle(w, progress)
+    if progress.finish_at is not None:
+        log_lease("end", w.partition.pk, w.owner)  # the checkpoint that finishes it gives it up
+    stored = _flush(w, progress)
+    return stored, stored is not None and stored.state != P.FINISHED
+
+
+def _settle(w: Window, progress: Progress) -> None:
+    """Set where the read left the partition once it is over: ended, at the end, or short of it."""
+    progress.watermark = max(progress.watermark, w.read.watermark)
+    windows, stream_end, end = kind_of(w.stream.source_kind).windows, w.stream.end_at, w.end
+    if progress.ended is not None:
+        progress.finish_at = progress.ended.at
+    elif windows and stream_end is not None and end >= stream_end:
+        progress.finish_at = stream_end  # bounded by the stream's end, with no child
+    if progress.finish_at is not None:
+        progress.watermark = max(progress.watermark, progress.finish_at)
+    elif windows and end <= timezone.now():
+        # A query over a past window returned everything up to its end. One that ended
+        # before its end came (a server that closed early) proves only what it sent.
+        progress.watermark = max(progress.watermark, end)
+
+
+def _flush(w: Window, progress: Progress) -> Partition | None:
+    """Land the progress's records durably, then checkpoint it; return the stored partition or None."""
+    progress.watermark = max(progress.watermark, w.read.watermark)
+    progress.cursor = w.read.cursor
+    read_at = timezone.now()
+    if progress.data:
+        table = w.source.landing_table(w.stream.name, w.partition.token, progress.data, read_at)
+        w.segment.land(progress.start, table)
+        progress.records, progress.mods = len(progress.data), table.num_rows
+        progress.bytes = pc.sum(table["mod_bytes"]).as_py() or 0
+    stored = save_progress(w.partition.pk, w.owner, progress, keep_lease=True)
+    if stored is not None and progress.data:
+        checkpoint_log.info(
+            "CHECKPOINT partition=%s read_at=%.6f committed=%.6f records=%d",
+            w.partition.pk, read_at.timestamp(), time.time(), progress.records,
+        )  # fmt: skip
+    if stored is not None and stored.lease_expires_at is not None:
+        log_lease("renew", w.partition.pk, w.owner, stored.lease_expires_at)
+    return stored

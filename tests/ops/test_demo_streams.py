@@ -1,0 +1,31 @@
+"""`make demo` registers one stream of each kind it can serve from the simulator, once."""
+
+from __future__ import annotations
+
+import pytest
+
+from partitions import demo
+from streams.models import Stream
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_demo_registers_two_change_streams_and_a_commit_timestamp_table_once(monkeypatch):
+    monkeypatch.setenv("SPANNER_EMULATOR_HOST", "127.0.0.1:9010")
+    done = demo.ensure_streams()
+    assert sorted(line for line in done if line.startswith("created")) == [
+        "created demo-events-table", "created demo-orders", "created demo-payments"
+    ]  # fmt: skip
+    kinds = dict(Stream.objects.values_list("name", "source_kind"))
+    assert kinds == {
+        "demo-orders": "spanner_change_stream",
+        "demo-payments": "spanner_change_stream",
+        "demo-events-table": "spanner_commit_timestamp",
+    }
+    table = Stream.objects.get(name="demo-events-table")
+    assert table.connection["shard_column"] == "ShardId"
+    assert table.connection["index"] == "ShardedEventsByShardLastModified"
+    assert set(Stream.objects.values_list("state", flat=True)) == {Stream.State.STARTING}
+    # a second run (the demo restarted) changes nothing
+    assert demo.ensure_streams() == []
+    assert Stream.objects.count() == 3

@@ -1,0 +1,131 @@
+"""One window read in-process, through the real client over gRPC: checkpoints, ends and failures."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from django.utils import timezone
+
+from partitions import checkpoint, services, window
+from partitions.changestream.reader import ChangeStreamReader, connect
+from partitions.models import Partition
+from partitions.simulator.groundtruth import ground_truth
+from partitions.simulator.workload import to_datetime
+from partitions.sources.base import Ended, PartitionState
+from partitions.sources.spanner_change_stream.read import ChangeStreamRead
+from streams.models import Stream, StreamError
+from streams.transitions import transition
+from tests.factories import RecordingQueue, make_stream
+from tests.partitions.fake_spanner import DATABASE, FakeSpanner
+
+P, S = Partition.State, Stream.State
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued():
+    """Return a queue that records the reads the services ask for, instead of a broker."""
+    return RecordingQueue()
+
+
+def running_stream(simulator, start, heartbeat_ms=1000, window=5) -> Stream:
+    stream = make_stream(
+        "w", database="demo-db", change_stream=simulator.config.stream, dialect="googlesql", start_at=start,
+        heartbeat_ms=heartbeat_ms, window_seconds=window, emulator_host=simulator.emulator_host,
+    )  # fmt: skip
+    transition(stream, S.STARTING, by="test")
+    return transition(stream, S.RUNNING, by="test")
+
+
+def live_partition(simulator, stream, at) -> Partition:
+    """Return a SCHEDULED partition of the simulator that is live at `at`."""
+    token = simulator.topology.live_at(int(at.timestamp() * 1e6))[0].token
+    return Partition.objects.create(stream=stream, token=token, state=P.SCHEDULED, start_at=at, watermark=at)
+
+
+def busy_partition(simulator, stream, at) -> Partition:
+    """Return a SCHEDULED partition with the most data change records in the 5 s after `at`."""
+    records = ground_truth(simulator.config, "demo-db", at, at + timedelta(seconds=5))
+    token = Counter(token for token, _ in records).most_common(1)[0][0]
+    start = max(at, to_datetime(simulator.topology.get(token).start_us))
+    return Partition.objects.create(
+        stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
+    )
+
+
+def test_a_live_window_checkpoints_every_interval_while_it_reads(simulator, settings, monkeypatch, queued):
+    # given a partition read at the live edge with a 1 s heartbeat (2 s checkpoints, the default)
+    settings.CDC_LANDING_URI = str(settings.VAR_DIR / "landing-live")
+    now = timezone.now().replace(microsecond=0)
+    stream = running_stream(simulator, now, heartbeat_ms=1000, window=7)
+    partition = live_partition(simulator, stream, now)
+    stored = []
+    save = checkpoint.save_progress
+    monkeypatch.setattr(window, "save_progress", lambda *a, **k: stored.append(save(*a, **k)) or stored[-1])
+    # when one 7 s window is read
+    services.read_next_window(partition, queued)
+    # then its watermark was stored every two seconds or so, not only at the window's end,
+    # moving on and never back
+    marks = [p.watermark for p in stored if p is not None]
+    assert len(marks) >= 3
+    assert all(b >= a for a, b in zip(marks, marks[1:], strict=False))
+    assert marks[-2] > marks[0]
+
+
+def test_an_unwritable_landing_zone_is_an_error_on_the_stream_and_frees_the_lease(
+    simulator, settings, queued
+):
+    # given a landing zone that is a file, not a directory
+    blocker = settings.VAR_DIR / "not-a-directory"
+    blocker.write_text("x")
+    settings.CDC_LANDING_URI = str(blocker)
+    start = (timezone.now() - timedelta(minutes=10)).replace(microsecond=0)
+    stream = running_stream(simulator, start)
+    partition = busy_partition(simulator, stream, start)
+    # when a window is read
+    outcome = services.read_next_window(partition, queued)
+    # then the failure is on the stream, as a landing error, and the watermark did not move
+    assert outcome == "error"
+    error = StreamError.objects.get(stream=stream)
+    assert error.kind == StreamError.Kind.LANDING
+    partition.refresh_from_db()
+    assert partition.watermark == partition.start_at
+    # and nobody holds the lease: a retry is queued after a backoff, not after a lease
+    assert partition.lease_owner == ""
+    assert [pk for pk, _ in queued.reads] == [partition.pk]
+
+
+def test_a_query_that_ends_before_its_end_proves_only_what_it_sent():
+    # given a read of a window that ends in the future, over before then, with no children
+    stream = Stream(name="s", start_at=datetime(2026, 1, 1, tzinfo=UTC))
+    seen = timezone.now() - timedelta(seconds=3)
+    read = SimpleNamespace(watermark=seen, cursor={})
+    progress = checkpoint.Progress(start=seen, watermark=seen)
+    # when it settles
+    end = timezone.now() + timedelta(seconds=50)
+    window._settle(window.Window(stream, None, None, "r", read, None, end), progress)
+    # then the watermark stays at what the read delivered, not at the window's end
+    assert progress.watermark == seen
+    assert progress.finish_at is None
+
+
+def test_a_split_announced_in_one_record_per_child_keeps_every_child():
+    # given a source that announces each child of a split in a record of its own
+    epoch = datetime.now(UTC) - timedelta(minutes=2)
+    fake = FakeSpanner(epoch, record_per_child=True).start()
+    try:
+        database = connect("p", "i", DATABASE, emulator_host=fake.emulator_host)
+        reader = ChangeStreamReader(database, "Changes", "postgresql", 1000)
+        root = PartitionState("fake-0-0-0", epoch, epoch)
+        # when the root's window is read to its end
+        items = list(ChangeStreamRead(reader, root, epoch + timedelta(seconds=30)))
+    finally:
+        fake.stop()
+    # then the read ends once, with both children
+    ended = [i for i in items if isinstance(i, Ended)]
+    assert len(ended) == 1
+    assert {c.token for c in ended[0].children} == {"fake-0-1-0", "fake-0-1-1"}
+    assert ended[0].at == epoch + timedelta(seconds=20)
