@@ -81,7 +81,7 @@ def save_progress(partition_id: int, owner: str, progress: Progress, keep_lease:
         # each holding its own row while inserting the child's edge to the other, and
         # an edge's foreign key takes FOR KEY SHARE on its parent, which FOR UPDATE
         # blocks: PostgreSQL reported that deadlock between two readers under load.
-        rows = Partition.objects.select_for_update(no_key=True)
+        rows = Partition.objects.select_for_update(no_key=True, of=("self",))
         locked = rows.filter(pk=partition_id, lease_owner=owner).first()
         if locked is None or locked.state == P.FINISHED:
             return None

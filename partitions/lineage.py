@@ -55,7 +55,7 @@ def _store(parent: Partition, child: NewPartition, kind: SourceKind) -> None:
 
 def _join(stream_id: int, token: str, child: NewPartition, kind: SourceKind) -> Partition:
     """Return the stored child with this parent's part of its cursor and start added (row locked)."""
-    row = Partition.objects.select_for_update(no_key=True).get(stream_id=stream_id, token=token)
+    row = Partition.objects.select_for_update(no_key=True, of=("self",)).get(stream_id=stream_id, token=token)
     cursor = kind.merge_cursor(row.cursor, child.cursor)
     # A merged child starts where its earliest parent ended (Bigtable parents may differ).
     start = min(row.start_at, child.start) if row.state == P.CREATED else row.start_at

@@ -24,6 +24,18 @@ S = Stream.State
 BY = "partitions.scheduling"
 
 
+def _lock_skipping(partitions):
+    """Return the partitions locked (FOR NO KEY UPDATE SKIP LOCKED), their rows only.
+
+    Partition's default ordering joins its stream; locked that way, the stream's row
+    would be locked too, and skipped whenever any reader of the stream was checkpointing
+    (each checkpoint updates it): children whose last parent had just finished were then
+    left to beat's next pass, seconds later. Unordered and `of` self, only the partition
+    rows count.
+    """
+    return partitions.order_by().select_for_update(skip_locked=True, no_key=True, of=("self",))
+
+
 def reserve_and_enqueue(partition_ids, queue: Queue, countdown: float = 0, urgent: bool = False) -> int:
     """Reserve and queue a read of every free partition among the ids; return how many.
 
@@ -34,9 +46,7 @@ def reserve_and_enqueue(partition_ids, queue: Queue, countdown: float = 0, urgen
     """
     now = timezone.now()
     with transaction.atomic():
-        free = Partition.objects.select_for_update(skip_locked=True, no_key=True).filter(
-            pk__in=list(partition_ids)
-        )
+        free = _lock_skipping(Partition.objects.filter(pk__in=list(partition_ids)))
         won = list(free.exclude(state=P.FINISHED).filter(free_q(now)).values_list("pk", flat=True))
         Partition.objects.filter(pk__in=won).update(
             lease_owner="", lease_expires_at=now + lease_delta(countdown)
@@ -61,7 +71,7 @@ def schedule_ready(stream_id: int, queue: Queue, candidates=None) -> int:
     with transaction.atomic():
         # Locked rows are this caller's: a concurrent scheduler skips them, then finds
         # them SCHEDULED, so each child is scheduled and queued once.
-        locked = list(ready.select_for_update(skip_locked=True, no_key=True))
+        locked = list(_lock_skipping(ready))
         if not locked:
             return 0
         kind = kind_of(locked[0].stream.source_kind)
