@@ -51,8 +51,11 @@ def form_field(setting: Setting) -> forms.Field:
 
 
 def clean_settings(kind_name: str, values: dict[str, Any]) -> dict[str, Any]:
-    """Return the kind's cleaned settings, or raise SettingsError naming each bad one."""
+    """Return the kind's cleaned settings, or raise SettingsError naming each bad one
+    (or source_kind, for a kind whose streams cannot be created yet)."""
     kind = KINDS[kind_name]
+    if kind.unavailable:
+        raise SettingsError({"source_kind": kind.unavailable})
     names = {setting.name for setting in kind.settings}
     return kind.clean({name: value for name, value in values.items() if name in names})
 

@@ -176,6 +176,7 @@ class SourceKind(Protocol):
     reads: bool  # True: cdcweb's workers read it; False: cdcweb watches and operates it (Datastream)
     lineage: bool  # True: partitions split and merge; False: fixed partitions (shards, objects)
     windows: bool  # True: a read covers one window of stream time; False: one poll up to the stream's end
+    unavailable: str  # why streams of this kind cannot be created yet ("" when they can)
 
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
         """Return the settings cleaned (types, defaults), or raise SettingsError naming each bad one."""

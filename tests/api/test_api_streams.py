@@ -117,3 +117,10 @@ def test_deleting_a_stream_removes_its_partitions(operator, stream):
     assert operator.get(f"/api/v1/streams/{stream.pk}/").status_code == 404
     assert not stream.partitions.exists()
 
+
+@pytest.mark.parametrize("kind", ["bigtable", "datastream"])
+def test_a_kind_whose_pipeline_is_not_finished_is_a_400_naming_source_kind(operator, kind):
+    answer = operator.post("/api/v1/streams/", {**stream_body(), "source_kind": kind}, format="json")
+    assert answer.status_code == 400, answer.content
+    assert "cannot be" in str(answer.json()["source_kind"])
+    assert not Stream.objects.exists()

@@ -93,6 +93,12 @@ class StreamSerializer(serializers.ModelSerializer):
         """Return the data change records read over all partitions."""
         return self._progress(stream).data_records
 
+    def validate_source_kind(self, value: str) -> str:
+        """Refuse a kind whose streams cannot be created yet, saying why."""
+        if KINDS[value].unavailable:
+            raise serializers.ValidationError(KINDS[value].unavailable)
+        return value
+
     def validate(self, attrs: dict) -> dict:
         """Refuse an end before the start, bad settings, and source changes once the stream started."""
         if self.kind is None:

@@ -37,6 +37,7 @@ class SpannerChangeStreamKind(OwnTokens):
     reads = True
     lineage = True
     windows = True  # a read covers [watermark, watermark + window]; the next one starts at once
+    unavailable = ""
 
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
         """Return the settings cleaned, or raise SettingsError naming each bad one."""

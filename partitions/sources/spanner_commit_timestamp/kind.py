@@ -24,6 +24,7 @@ class SpannerCommitTimestampKind(OwnTokens):
     reads = True
     lineage = False
     windows = False  # a read is one poll up to the stream's end; the next waits a poll interval
+    unavailable = ""
 
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
         """Return the settings cleaned (types, defaults), or raise SettingsError naming each bad one."""

@@ -135,7 +135,7 @@ class Command(BaseCommand):
         try:
             return clean_settings(kind.name, given)
         except SettingsError as refused:
-            flags = {s.name: s.cli or s.name for s in kind.settings}
+            flags = {"source_kind": "--kind", **{s.name: s.cli or s.name for s in kind.settings}}
             raise refuse("; ".join(f"{flags.get(n, n)}: {m}" for n, m in refused.errors.items())) from None
 
     def _validate(self, stream: Stream) -> None:

@@ -1,0 +1,43 @@
+"""Kinds whose pipeline is not finished (Bigtable, Datastream) are refused, with a reason, everywhere
+a stream is created: the API, the admin and the CLI."""
+
+from __future__ import annotations
+
+from html import escape
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from partitions.sources import KINDS
+from streams.models import Stream
+
+pytestmark = pytest.mark.django_db
+UNAVAILABLE = ["bigtable", "datastream"]
+
+
+def test_only_the_spanner_kinds_can_be_created_today():
+    assert sorted(name for name, kind in KINDS.items() if not kind.unavailable) == [
+        "spanner_change_stream",
+        "spanner_commit_timestamp",
+    ]
+
+
+# The API's refusal: tests/api/test_api_streams.py (its operator fixture lives there).
+
+
+@pytest.mark.parametrize("kind", UNAVAILABLE)
+def test_the_admin_add_form_says_why(admin_client, kind):
+    url = reverse("admin:streams_stream_add") + f"?source_kind={kind}"
+    page = admin_client.post(url, {"name": "x", "heartbeat_ms": 2000, "start_at": "-5m"})
+    assert page.status_code == 200
+    assert escape(KINDS[kind].unavailable) in page.content.decode()
+    assert not Stream.objects.exists()
+
+
+@pytest.mark.parametrize("kind", UNAVAILABLE)
+def test_the_cli_refuses_with_one_line_naming_kind(kind):
+    with pytest.raises(CommandError) as refused:
+        call_command("cdc_stream", "create", "x", "--kind", kind, "--project", "p")
+    assert "--kind: " in str(refused.value)
+    assert not Stream.objects.exists()
