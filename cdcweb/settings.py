@@ -232,7 +232,7 @@ SPANNER_EMULATOR_HOST = env_str("SPANNER_EMULATOR_HOST", "")
 CDC_LEASE_SECONDS = env_int("CDC_LEASE_SECONDS", 60)
 # A read checkpoints (lands, then stores its watermark) every heartbeat interval, or
 # every this many seconds if that is longer: the live edge within seconds, one database
-# write per partition per interval whatever the record rate (services.checkpoint_seconds).
+# write per partition per interval whatever the record rate (partitions.window.checkpoint_seconds).
 CDC_CHECKPOINT_SECONDS = env_float("CDC_CHECKPOINT_SECONDS", 2.0)
 CDC_MAX_CONSECUTIVE_FAILURES = env_int("CDC_MAX_CONSECUTIVE_FAILURES", 3)
 CDC_RETRY_BACKOFF_MAX = env_int("CDC_RETRY_BACKOFF_MAX", 60)

@@ -15,7 +15,7 @@ a label; operator actions (streams/actions.py) pass theirs as `action`, so that
     RUNNING             PAUSED              end reached     pipeline: every partition FINISHED
     FAILED              RUNNING             retry           pipeline: a retry succeeded
     FAILED              STARTING            retry           pipeline: the failure was before roots
-    FAILED              FAILED_PERMANENTLY  fail            retry budget spent / permanent error
+    FAILED              FAILED_PERMANENTLY  fail            a permanent error while retrying
     FAILED              DRAINING            pause           operator (stops automatic retries)
     DRAINING            PAUSED              drained         drain task: no lease is held
     DRAINING            FAILED_PERMANENTLY  fail            permanent error while draining
@@ -32,6 +32,11 @@ Decisions:
 - DRAINING cannot be resumed directly: readers are still closing their windows;
   resume once it is PAUSED (usually within one window).
 - STARTING cannot be paused: the start task is finding the root partitions.
+- FAILED has no retry budget: errors the source's reader calls retryable retry for as
+  long as they happen, the backoff capped at CDC_RETRY_BACKOFF_MAX, because a source
+  that comes back must be read on without an operator; only an error it calls
+  permanent moves to FAILED_PERMANENTLY (partitions/failures.py). Alerts
+  (stream_failed, retention) tell people meanwhile.
 """
 
 from __future__ import annotations

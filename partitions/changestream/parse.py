@@ -5,9 +5,11 @@ Three ways in, one result:
 - ``parse_googlesql_row``: a GoogleSQL row as the official client decodes it by default
   (positional lists, ``JsonObject``, ``DatetimeWithNanoseconds``);
 - ``parse_postgresql_row``: a PostgreSQL row, one JSON object with one key;
-- ``decode_googlesql_value`` / ``decode_postgresql_value``: the raw
-  ``google.protobuf.struct_pb2.Value`` of a row read with ``lazy_decode=True``. This is
-  the reader's hot path (``GoogleSqlDecoder``).
+- ``decode_postgresql_value``: the raw ``google.protobuf.struct_pb2.Value`` of a
+  PostgreSQL row read with ``lazy_decode=True`` (the reader's path for that dialect),
+  with a fast path for records of the usual shape. The raw GoogleSQL row has a module
+  of its own, ``decode.py`` (``GoogleSqlDecoder``, the reader's path for GoogleSQL),
+  which falls back to this module's checking builder for anything unusual.
 
 The GoogleSQL positional struct is first named with the field names of ``schema.py``,
 so both generic paths share one builder and give identical records by construction;
