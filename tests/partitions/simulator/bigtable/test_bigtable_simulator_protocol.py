@@ -55,7 +55,9 @@ def test_a_read_resumed_from_any_token_continues_exactly(bigtable_sim):
     partition = _partition_with_changes(bigtable_sim, start, lasting_s=4)
     row_range = partition_range(partition)
     end = start + timedelta(seconds=4)
-    full = read_raw(bigtable_sim, row_range, start=start, end=end, heartbeat_ms=100)
+    # (a heartbeat comes only after an interval without a change: at 10 ms every gap in
+    # the partition's traffic longer than that has one; at 100 ms a busy partition had none)
+    full = read_raw(bigtable_sim, row_range, start=start, end=end, heartbeat_ms=10)
     changes = _changes_and_tokens(full)
     assert len(changes) > 5
     # when the read is resumed from the token after each change, and after a heartbeat
@@ -63,7 +65,9 @@ def test_a_read_resumed_from_any_token_continues_exactly(bigtable_sim):
         resumed = read_raw(bigtable_sim, row_range, tokens=[Token(row_range, changes[index][1])], end=end)
         # then it sends exactly the changes after it
         assert [c for c, _ in _changes_and_tokens(resumed)] == [c for c, _ in changes[index + 1 :]]
-    beat = next(i for i, kind in enumerate(_kinds(full)) if kind == "heartbeat")
+    beats = [i for i, kind in enumerate(_kinds(full)) if kind == "heartbeat"]
+    assert beats, "no gap of 10 ms between changes in 4 s of the partition"
+    beat = beats[len(beats) // 2]
     after_beat = _changes_and_tokens(full[beat + 1 :])
     resumed = read_raw(bigtable_sim, row_range, tokens=[token_of(full[beat])], end=end)
     assert [c for c, _ in _changes_and_tokens(resumed)] == [c for c, _ in after_beat]
