@@ -132,8 +132,7 @@ def live_records() -> int:
 
 def live_status() -> str:
     """Return bench-live's state, partitions and lag, as the API shows them."""
-    from streams.api.serializers import StreamSerializer
-
+    from cdcweb.dashboard.api.serializers import StreamSerializer
     from streams.models import Stream
 
     data = StreamSerializer(Stream.objects.get(name=LIVE)).data

@@ -1,7 +1,7 @@
 """`make demo`'s lag: from a 30-minute backlog to the live edge, then held there.
 
 Runs the demo exactly as `make demo` does (`python -m partitions.demo`: the Procfile's
-simulator, reader, housekeeping and reports workers, beat and web server, on the
+simulator, reader, housekeeping, reports and alerts workers, beat and web server, on the
 embedded defaults) in a fresh CDC_VAR_DIR, and every 10 s reads each demo stream's lag
 as the dashboard computes it. It prints when each stream first fell under 30 s and the
 worst lag of the following `--hold` minutes, and checks that beat stored a lag sample
@@ -63,8 +63,7 @@ def watch(var: Path, began: float, seconds: float) -> list[tuple[float, dict[str
     import django
 
     django.setup()
-    from streams.status import lag_seconds
-
+    from partitions.progress import progress_of
     from streams.models import Stream
 
     rows = []
@@ -72,7 +71,9 @@ def watch(var: Path, began: float, seconds: float) -> list[tuple[float, dict[str
     while time.monotonic() - began < seconds:
         time.sleep(max(0.0, tick - time.monotonic()))
         tick += PERIOD
-        lags = {s.name: lag_seconds(s) for s in Stream.objects.order_by("name")}
+        streams = list(Stream.objects.order_by("name"))
+        progress = progress_of(streams)  # the dashboard's, the API's and /metrics' lag
+        lags = {s.name: progress[s.pk].lag_seconds for s in streams}
         rows.append((time.monotonic() - began, lags))
         print(f"{rows[-1][0]:6.0f}s  " + "  ".join(f"{n} {_fmt(v)}" for n, v in lags.items()), flush=True)
     return rows

@@ -330,7 +330,9 @@ CELERY_TASK_ACKS_LATE = True
 #   wait behind every other partition's next window (goal: p95 <= 1 s from its last
 #   parent finishing to it running). A read at the live edge holds its worker thread
 #   for its whole window, so the read worker runs a pool of threads (one per live
-#   partition), not processes.
+#   partition), not processes: CDC_READ_THREADS (128 in the Procfile) must exceed the
+#   live partitions of every stream together, or the ones beyond wait for a thread (the
+#   demo's three streams keep 53 live; at 32 threads their lag climbed to 30-50 s).
 # - "housekeeping": beat's scheduling, lag samples, stall checks and sweeps, and the
 #   start and drain tasks. Its own worker, so that no read backlog delays them.
 # - "reports": Spark jobs, which run for minutes; their own worker too.

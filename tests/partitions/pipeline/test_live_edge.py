@@ -32,7 +32,7 @@ from tests.partitions.pipeline.conftest import _wait_for
 pytestmark = pytest.mark.slow
 P = Partition.State
 HEARTBEAT_S = 2.0
-READER_THREADS = 32  # the Procfile's default
+READER_THREADS = 128  # the Procfile's default
 
 
 @pytest.fixture(scope="module")
