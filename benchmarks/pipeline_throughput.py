@@ -1,8 +1,9 @@
 """Pipeline throughput: catch-up into the landing zone plus checkpoints, with real Celery workers.
 
 For 1 and 2 read workers (each as the Procfile's `reader`: `celery -A cdcweb worker
--Q urgent,celery --pool threads -c 32`, beside one housekeeping worker), a stream over
-a backlog of the simulator (a subprocess, over gRPC) is read to its end timestamp:
+-Q urgent,celery --pool threads -c 128`, BENCH_READ_THREADS to change it, beside one
+housekeeping worker), a stream over a backlog of the simulator (a subprocess, over
+gRPC) is read to its end timestamp:
 
 - data change records per second, landed (Parquet, fsynced) and checkpointed;
 - child scheduling latency, parent FINISHED -> child RUNNING, p50 / p95;
@@ -127,8 +128,9 @@ def catch_up(bench: Bench, name: str, start: datetime, workers: int) -> dict:
         "--database", "demo-db", "--change-stream", "Changes", "--start", start.isoformat(),
         "--end", end.isoformat(), "--window-seconds", str(bench.args.window),
     )  # fmt: skip
+    threads = os.environ.get("BENCH_READ_THREADS", "128")  # the Procfile's reader
     procs = [bench.spawn(f"{name}-w{i}", CELERY, "-A", "cdcweb", "worker", "-Q", "urgent,celery",
-                         "--pool", "threads", "-c", "32", "-l", "INFO", "-n", f"{name}{i}@%h",
+                         "--pool", "threads", "-c", threads, "-l", "INFO", "-n", f"{name}{i}@%h",
                          "--without-gossip", "--without-mingle", "--without-heartbeat")
              for i in range(workers)]  # fmt: skip
     procs.append(bench.spawn(f"{name}-hk", CELERY, "-A", "cdcweb", "worker", "-Q", "housekeeping", "--pool",
