@@ -191,8 +191,10 @@ def test_duplicate_reads_on_two_workers_never_share_a_lease(pipeline, sim, worke
 
 
 def test_pause_drains_then_resume_finishes_with_nothing_lost(pipeline, sim, worker, wait_for):
-    # given a running stream with a backlog
-    start, end = span_in_past(15)
+    # given a running stream with a backlog, and an end still ahead (a backlog alone is
+    # read before the pause arrives, now that the reader has threads to spare)
+    start = (timezone.now() - timedelta(minutes=2)).replace(microsecond=0)
+    end = start + timedelta(minutes=2, seconds=20)
     stream = create_stream(pipeline, sim, "pausing", start, end)
     wait_for("reading to begin", lambda: Partition.objects.filter(stream=stream, data_records__gt=0).exists())
     # when it is paused
