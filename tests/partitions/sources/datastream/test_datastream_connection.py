@@ -79,7 +79,11 @@ FORKED = textwrap.dedent(
     api.get_stream(sys.argv[2])
     pid = os.fork()
     if pid == 0:
-        ok = api.get_stream(sys.argv[2]).name == sys.argv[2] and api.datastream is not before
+        try:
+            ok = api.get_stream(sys.argv[2]).name == sys.argv[2] and api.datastream is not before
+        except BaseException as error:  # say why on stderr: the parent prints the exit code
+            print(f"child: {error!r}", file=sys.stderr, flush=True)
+            os._exit(4)
         os._exit(0 if ok else 3)
     _, status = os.waitpid(pid, 0)
     api.get_stream(sys.argv[2])
@@ -100,4 +104,4 @@ def test_a_forked_worker_builds_its_own_channels(ds_sim):
     )
     # then the child read the stream through new clients and the parent kept its own
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["0", "True"]
+    assert result.stdout.split() == ["0", "True"], result.stderr
