@@ -72,18 +72,29 @@ def test_shared_client_follows_the_variables(ds_sim, monkeypatch):
 
 FORKED = textwrap.dedent(
     """
-    import os, sys
+    import os, sys, time
+    from partitions.sources.base import RetryableSourceError
     from partitions.sources.datastream.client import DatastreamApi
     api = DatastreamApi(sys.argv[1], sys.argv[1], timeout=10)
     before = api.datastream
     api.get_stream(sys.argv[2])
     pid = os.fork()
     if pid == 0:
-        try:
-            ok = api.get_stream(sys.argv[2]).name == sys.argv[2] and api.datastream is not before
-        except BaseException as error:  # say why on stderr: the parent prints the exit code
-            print(f"child: {error!r}", file=sys.stderr, flush=True)
-            os._exit(4)
+        # gRPC may refuse the first call right after a fork ("UNAVAILABLE: Stream removed
+        # (sendmsg: Wrong file descriptor generation)"): retryable, so retried, as the
+        # pipeline retries it.
+        for attempt in range(3):
+            try:
+                ok = api.get_stream(sys.argv[2]).name == sys.argv[2] and api.datastream is not before
+                break
+            except RetryableSourceError as error:
+                print(f"child, attempt {attempt + 1}: {error!r}", file=sys.stderr, flush=True)
+                time.sleep(0.2)
+            except BaseException as error:  # say why on stderr: the parent prints the exit code
+                print(f"child: {error!r}", file=sys.stderr, flush=True)
+                os._exit(4)
+        else:
+            os._exit(5)
         os._exit(0 if ok else 3)
     _, status = os.waitpid(pid, 0)
     api.get_stream(sys.argv[2])
