@@ -186,12 +186,17 @@ def _act(driver, action: str) -> None:
     """Click an action button, confirm in its dialog, and wait for the page that follows."""
     from selenium.webdriver.common.by import By
 
+    def messages(d) -> str:
+        return " ".join(m.text for m in d.find_elements(By.CSS_SELECTOR, ".message"))
+
+    # (the previous action's message may still be shown: wait for this one's)
+    before = _until(driver, "the messages shown", lambda d: messages(d) or " ", 10).strip()
     _click(driver, By.CSS_SELECTOR, f'[data-open-dialog="dlg-{action}"]')
     _until(
         driver, f"the {action} dialog", lambda d: d.find_element(By.ID, f"dlg-{action}").is_displayed(), 10
     )
     _click(driver, By.CSS_SELECTOR, f'#dlg-{action} [data-confirm="{action}"]')
-    _until(driver, "the action's message", lambda d: d.find_elements(By.CSS_SELECTOR, ".message"), 30)
+    _until(driver, "the action's message", lambda d: messages(d) not in ("", before), 30)
 
 
 def test_operator_watches_pauses_and_resumes_a_running_stream(
