@@ -15,12 +15,13 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import grpc
 from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import spanner_v1
 from google.cloud.spanner_admin_database_v1 import DatabaseDialect
 from google.cloud.spanner_v1 import StructType, TypeCode
+
+from partitions.grpc_status import RETRYABLE_CODES, server_message, status_name
 
 from . import schema
 from .decode import GoogleSqlDecoder
@@ -42,7 +43,6 @@ from .records import ChangeRecord
 OPEN_ENDED_TIMEOUT_S = 24 * 3600.0
 BOUNDED_GRACE_S = 600.0
 
-RETRYABLE_CODES = frozenset({"UNAVAILABLE", "ABORTED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"})
 # INTERNAL is retryable only when the message says the transport broke, as the client's
 # own resumption logic judges it.
 INTERNAL_RETRY_HINTS = (
@@ -190,49 +190,9 @@ def classify(exc: BaseException) -> SpannerError:
     if isinstance(exc, api_exceptions.RetryError) and exc.cause is not None:
         return classify(exc.cause)  # the client gave up retrying: judge the last failure
     code = status_name(exc)
-    message = _message(exc)
+    message = server_message(exc)
     if code in RETRYABLE_CODES:
         return RetryableSpannerError(message, code=code)
     if code == "INTERNAL" and any(hint in message.lower() for hint in INTERNAL_RETRY_HINTS):
         return RetryableSpannerError(message, code=code)
     return PermanentSpannerError(message, code=code)
-
-
-def status_name(exc: BaseException) -> str:
-    """Return the gRPC status name of an exception (UNKNOWN when it carries none)."""
-    if isinstance(exc, api_exceptions.GoogleAPICallError):
-        status = exc.grpc_status_code
-        if status is not None:
-            return status.name
-        return _HTTP_STATUS.get(exc.code, "UNKNOWN")
-    if isinstance(exc, grpc.RpcError) and callable(getattr(exc, "code", None)):
-        status = exc.code()
-        return status.name if isinstance(status, grpc.StatusCode) else "UNKNOWN"
-    if isinstance(exc, ConnectionError | TimeoutError):
-        return "UNAVAILABLE"  # a broken socket below the client is the transport's fault
-    return "UNKNOWN"
-
-
-def _message(exc: BaseException) -> str:
-    if isinstance(exc, api_exceptions.GoogleAPICallError):
-        return exc.message or str(exc)
-    if isinstance(exc, grpc.RpcError) and callable(getattr(exc, "details", None)):
-        return exc.details() or str(exc)
-    return str(exc) or type(exc).__name__
-
-
-# api_core exceptions raised from HTTP paths carry only an HTTP code.
-_HTTP_STATUS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ABORTED",
-    412: "FAILED_PRECONDITION",
-    429: "RESOURCE_EXHAUSTED",
-    499: "CANCELLED",
-    500: "INTERNAL",
-    501: "UNIMPLEMENTED",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}

@@ -12,9 +12,10 @@ from __future__ import annotations
 import grpc
 from google.api_core import exceptions as api_exceptions
 
+from partitions.grpc_status import RETRYABLE_CODES, server_message, status_name
+
 from ..base import PermanentSourceError, RetryableSourceError, SourceError
 
-RETRYABLE_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "ABORTED", "RESOURCE_EXHAUSTED"})
 SINGLE_CLUSTER = "the app profile must use single-cluster routing"
 
 
@@ -24,7 +25,7 @@ def classify(exc: BaseException, table: str, app_profile: str) -> SourceError:
         return exc
     if isinstance(exc, api_exceptions.RetryError) and exc.cause is not None:
         return classify(exc.cause, table, app_profile)
-    return from_status(status_name(exc), _message(exc), table, app_profile)
+    return from_status(status_name(exc), server_message(exc), table, app_profile)
 
 
 def from_status(code: str, message: str, table: str, app_profile: str) -> SourceError:
@@ -67,25 +68,3 @@ def explain(code: str, message: str, table: str, app_profile: str) -> str:
     if code in ("PERMISSION_DENIED", "UNAUTHENTICATED"):
         return f"no access to table {table}: the credentials need the Bigtable Reader role ({message})"
     return message
-
-
-def status_name(exc: BaseException) -> str:
-    """Return the gRPC status name of an exception (UNKNOWN when it carries none)."""
-    if isinstance(exc, api_exceptions.GoogleAPICallError):
-        status = exc.grpc_status_code
-        return status.name if status is not None else "UNKNOWN"
-    if isinstance(exc, grpc.RpcError) and callable(getattr(exc, "code", None)):
-        status = exc.code()
-        return status.name if isinstance(status, grpc.StatusCode) else "UNKNOWN"
-    if isinstance(exc, ConnectionError | TimeoutError):
-        return "UNAVAILABLE"  # a broken socket below the client is the transport's fault
-    return "UNKNOWN"
-
-
-def _message(exc: BaseException) -> str:
-    """Return the human part of an exception: the status details, else its text."""
-    if isinstance(exc, api_exceptions.GoogleAPICallError):
-        return exc.message or str(exc)
-    if isinstance(exc, grpc.RpcError) and callable(getattr(exc, "details", None)):
-        return exc.details() or str(exc)
-    return str(exc) or type(exc).__name__
