@@ -125,12 +125,13 @@ def parse_timestamp(text: str) -> datetime:
     return value.astimezone(UTC)
 
 
-def parse_fault(text: str) -> Fault:
-    """Return a Fault for 'unavailable:P', 'internal:P', 'malformed:P' or 'slow:MS'."""
+def parse_fault(text: str, kinds: tuple[str, ...] = FAULT_KINDS) -> Fault:
+    """Return a Fault for 'KIND:P' (a probability) or 'slow:MS', KIND one of `kinds`
+    (this simulator's: unavailable, internal, malformed, slow)."""
     kind, _, raw = text.partition(":")
     kind = kind.strip().lower()
-    if kind not in FAULT_KINDS:
-        raise ValueError(f"invalid fault {text!r}: kinds are {', '.join(FAULT_KINDS)}")
+    if kind not in kinds:
+        raise ValueError(f"invalid fault {text!r}: kinds are {', '.join(kinds)}")
     try:
         value = float(raw)
     except ValueError:

@@ -9,17 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
+from ..config import Fault
+from ..config import parse_fault as parse_any_fault
+
 FAULT_KINDS = ("unavailable", "slow")
 SINGLE_CLUSTER_PROFILES = ("default", "cdc")
 MULTI_CLUSTER_PROFILES = ("multi",)
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One injected fault: UNAVAILABLE after a message with probability ``value``, or a slow stream (ms)."""
-
-    kind: str
-    value: float
 
 
 @dataclass(frozen=True)
@@ -86,15 +81,4 @@ class BigtableSimulatorConfig:
 
 def parse_fault(text: str) -> Fault:
     """Return a Fault for 'unavailable:P' (a probability per message) or 'slow:MS'."""
-    kind, _, raw = text.partition(":")
-    kind = kind.strip().lower()
-    if kind not in FAULT_KINDS:
-        raise ValueError(f"invalid fault {text!r}: kinds are {', '.join(FAULT_KINDS)}")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"invalid fault {text!r}: give a number after the colon") from None
-    if kind == "slow" and value < 0 or kind == "unavailable" and not 0 <= value <= 1:
-        what = "milliseconds >= 0" if kind == "slow" else "a probability in [0, 1]"
-        raise ValueError(f"invalid fault {text!r}: the value must be {what}")
-    return Fault(kind, value)
+    return parse_any_fault(text, FAULT_KINDS)
