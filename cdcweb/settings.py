@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
 
 import orjson
 from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -39,6 +41,17 @@ def env_float(name: str, default: float) -> float:
     """Return a decimal variable."""
     raw = os.environ.get(name)
     return default if raw is None or raw == "" else float(raw)
+
+
+def env_networks(name: str) -> tuple[str, ...]:
+    """Return a comma-separated list of CIDRs, each checked (a typo stops the process here)."""
+    texts = tuple(t.strip() for t in env_str(name, "").split(",") if t.strip())
+    for text in texts:
+        try:
+            ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {text!r} is not a network such as 10.0.0.0/8") from None
+    return texts
 
 
 def database_config(url: str, sqlite_path: Path) -> dict:
@@ -281,7 +294,10 @@ CDC_DATAFLOW_PRICES = {
 # Beat evaluates every rule from stored progress, lag samples and partition rows this often.
 CDC_ALERT_EVALUATE_SECONDS = env_float("CDC_ALERT_EVALUATE_SECONDS", 30.0)
 # One webhook, Slack or SMTP call gives up after this many seconds (an attempt, then a retry).
-CDC_ALERT_DELIVERY_TIMEOUT = env_float("CDC_ALERT_DELIVERY_TIMEOUT", 10.0)
+CDC_ALERT_DELIVERY_TIMEOUT = env_float("CDC_ALERT_DELIVERY_TIMEOUT", 5.0)
+# Webhook and Slack URLs must be https:// to public addresses; these networks (CIDRs, comma
+# separated) are allowed too, and plain http:// only into them (cdcweb/alerts/outbound.py).
+CDC_WEBHOOK_ALLOW_NETWORKS = env_networks("CDC_WEBHOOK_ALLOW_NETWORKS")
 # Retries after a transient failure (timeout, refused connection, 408/425/429/5xx), each after
 # an exponential, jittered backoff: up to BACKOFF * 2^n seconds, at most BACKOFF_MAX.
 CDC_ALERT_DELIVERY_RETRIES = env_int("CDC_ALERT_DELIVERY_RETRIES", 6)

@@ -3,32 +3,28 @@
 Failures are sorted once, here: a timeout, a refused connection, HTTP 408, 425, 429 or
 5xx, or an SMTP 4xx may pass, so the task retries them with backoff
 (TransientDeliveryError); any other answer (a 4xx, a redirect, an SMTP 5xx, a bad
-address) will not, so the attempt is FAILED at once. The last allowed attempt is FAILED
-whatever the cause. Every attempt is a DeliveryAttempt row: status, HTTP status, error.
+address, a URL that outbound.py refuses) will not, so the attempt is FAILED at once. The
+last allowed attempt is FAILED whatever the cause. Every attempt is a DeliveryAttempt row:
+status, HTTP status, error.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import smtplib
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.utils import timezone
 
-from . import messages
+from . import messages, outbound
 from .models import Alert, Channel, DeliveryAttempt
 from .signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
 S = DeliveryAttempt.Status
 RETRYABLE_HTTP = {408, 425, 429}
-# Kept of an error response's body, for the attempt's error text.
-BODY_PREVIEW = 300
 
 
 class TransientDeliveryError(Exception):
@@ -45,33 +41,26 @@ class Outcome:
     transient: bool = False
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuse redirects: a webhook's body is never re-sent somewhere else (nor turned into a GET)."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
 def post_json(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
-    """POST a JSON body; return the outcome without raising (timeouts and refusals are transient)."""
-    request = urllib.request.Request(url, data=body, method="POST", headers={
-        "Content-Type": "application/json", "User-Agent": "cdcweb-alerts/1", **headers,
-    })  # fmt: skip
+    """POST a JSON body where the channel may send; return the outcome without raising.
+
+    The answer's body is never read: a receiver's words (or an internal service's) are not
+    shown to anyone, only its status. Timeouts and refusals look alike and may pass.
+    """
     try:
-        with _OPENER.open(request, timeout=settings.CDC_ALERT_DELIVERY_TIMEOUT) as response:
-            return Outcome(True, response.status)
-    except urllib.error.HTTPError as error:
-        preview = error.read(BODY_PREVIEW).decode("utf-8", "replace")
-        transient = error.code in RETRYABLE_HTTP or error.code >= 500
-        return Outcome(False, error.code, f"HTTP {error.code} {error.reason}: {preview}".strip(), transient)
-    except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as error:
-        reason = getattr(error, "reason", error)
-        return Outcome(False, None, f"{type(reason).__name__}: {reason}", transient=True)
-    except ValueError as error:  # not a URL urllib can send to
-        return Outcome(False, None, f"{type(error).__name__}: {error}")
+        target = outbound.check(url)
+    except outbound.Refused as error:  # a name that does not resolve now may resolve later
+        return Outcome(False, None, f"refused: {error}", isinstance(error, outbound.Unresolved))
+    headers = {"Content-Type": "application/json", "User-Agent": "cdcweb-alerts/1", **headers}
+    try:
+        status = outbound.post(target, body, headers, settings.CDC_ALERT_DELIVERY_TIMEOUT)
+    except OSError:
+        return Outcome(False, None, outbound.UNREACHABLE, transient=True)
+    if status < 300:
+        return Outcome(True, status)
+    if 300 <= status < 400:
+        return Outcome(False, status, f"HTTP {status}: redirects are not followed")
+    return Outcome(False, status, f"HTTP {status}", status in RETRYABLE_HTTP or status >= 500)
 
 
 def send_webhook(channel: Channel, alert: Alert, event: str, notice: str) -> Outcome:

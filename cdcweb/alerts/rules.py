@@ -8,6 +8,7 @@ from django.core.validators import validate_email
 
 from streams.times import human_duration
 
+from . import outbound
 from .models import AlertRule, Channel
 
 K = AlertRule.Kind
@@ -33,10 +34,21 @@ def channel_errors(kind: str, url: str, secret: str, slack_url: str, email_to: l
             return {"url": "a webhook needs the URL to POST to"}
         if len(secret or "") < MIN_SECRET:
             return {"secret": f"a webhook needs a signing secret of at least {MIN_SECRET} characters"}
-    if kind == Channel.Kind.SLACK and not slack_url:
-        return {"slack_url": "a Slack channel needs its incoming webhook URL"}
+        return _url_errors("url", url)
+    if kind == Channel.Kind.SLACK:
+        if not slack_url:
+            return {"slack_url": "a Slack channel needs its incoming webhook URL"}
+        return _url_errors("slack_url", slack_url)
     if kind == Channel.Kind.EMAIL:
         return _email_errors(email_to)
+    return {}
+
+
+def _url_errors(field: str, url: str) -> dict[str, str]:
+    try:
+        outbound.check(url)
+    except outbound.Refused as error:
+        return {field: f"cdcweb will not send there: {error}"}
     return {}
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.apps import apps
+from django.contrib.auth.models import Group, User
 
 from cdcweb.alerts import evaluation
 from cdcweb.alerts.models import AlertRule, Channel
 from partitions.models import LagSample
+from streams.roles import OPERATORS, VIEWERS, ensure_roles
 from tests.api.support import django_db_setup  # noqa: F401 - PostgreSQL when CDC_TEST_DATABASE_URL is set
 from tests.factories import T0
 
@@ -33,6 +36,26 @@ class RecordingOutbox:
 def fast_passwords(settings):
     """Hash test passwords with MD5: the real hasher costs about a second per user here."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def as_role(db, client):
+    """Return a function that logs the test client in as a viewer or an operator."""
+    ensure_roles(apps)
+
+    def login(role: str):
+        user = User.objects.create_user(role, password="pw")
+        user.groups.add(Group.objects.get(name=VIEWERS if role == "viewer" else OPERATORS))
+        client.force_login(user)
+        return client
+
+    return login
+
+
+@pytest.fixture
+def local_receivers(settings):
+    """Allow channels to send to this machine, as CDC_WEBHOOK_ALLOW_NETWORKS does for the demo."""
+    settings.CDC_WEBHOOK_ALLOW_NETWORKS = ("127.0.0.0/8",)
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ class Receiver:
 
     answers: list[int] = field(default_factory=list)
     delay: float = 0.0
+    location: str = ""  # sent with a 3xx answer
     received: list[Received] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
 
@@ -48,6 +49,8 @@ def _handler(receiver: Receiver):
             status = receiver.next_answer()
             self.send_response(status)
             self.send_header("Content-Type", "text/plain")
+            if 300 <= status < 400 and receiver.location:
+                self.send_header("Location", receiver.location)
             self.end_headers()
             self.wfile.write(b"ok" if status < 300 else b"receiver says no")
 

@@ -5,30 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.apps import apps
-from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt, Silence
 from streams.models import Stream
-from streams.roles import OPERATORS, VIEWERS, ensure_roles
 
 K = AlertRule.Kind
 PAGES = ("/alerts/", "/alerts/rules/", "/alerts/channels/", "/alerts/silences/")
-
-
-@pytest.fixture
-def as_role(db, client):
-    """Return a function that logs the test client in as a viewer or an operator."""
-    ensure_roles(apps)
-
-    def login(role: str):
-        user = User.objects.create_user(role, password="pw")
-        user.groups.add(Group.objects.get(name=VIEWERS if role == "viewer" else OPERATORS))
-        client.force_login(user)
-        return client
-
-    return login
 
 
 @pytest.fixture
@@ -105,7 +88,7 @@ def test_the_rule_form_refuses_the_no_data_kind_while_it_is_off(as_role):
     assert not AlertRule.objects.exists()
 
 
-def test_a_channels_secret_is_never_shown_and_a_blank_one_keeps_it(as_role, webhook):
+def test_a_channels_secret_is_never_shown_and_a_blank_one_keeps_it(as_role, webhook, local_receivers):
     client = as_role("operator")
     page = client.get(f"/alerts/channels/{webhook.pk}/edit/").content.decode()
     assert webhook.secret not in page

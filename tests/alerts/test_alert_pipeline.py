@@ -38,6 +38,7 @@ def pipeline_env() -> dict[str, str]:
         "CDC_ALERT_RETRY_BACKOFF_MAX": "1",
         "CDC_ALERT_DELIVERY_RETRIES": "4",
         "CDC_ALERT_DELIVERY_TIMEOUT": "3",
+        "CDC_WEBHOOK_ALLOW_NETWORKS": "127.0.0.0/8",
     }
 
 
