@@ -38,7 +38,7 @@ test: lint
 	$(PY) -m pytest
 
 demo: venv
-	$(PY) -m partitions.demo
+	$(PY) -m cdcweb.demo
 
 clean:
 	rm -rf var .pytest_cache

@@ -19,12 +19,14 @@ from google.cloud.spanner_v1.streamed import StreamedResultSet
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # The wire builders live with the parser tests; reuse them rather than copy them.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "partitions" / "changestream"))
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "tests" / "partitions" / "sources" / "spanner_change_stream")
+)
 
 from changestream_wire import googlesql_value, partial_result_sets, postgresql_value, random_records  # noqa: E402
 
-from partitions.changestream.decode import GoogleSqlDecoder  # noqa: E402
-from partitions.changestream.parse import (  # noqa: E402
+from partitions.sources.spanner_change_stream.decode import GoogleSqlDecoder  # noqa: E402
+from partitions.sources.spanner_change_stream.parse import (  # noqa: E402
     decode_postgresql_value,
     parse_googlesql_row,
     parse_postgresql_row,

@@ -1,6 +1,6 @@
 """`make demo`'s lag: from a 30-minute backlog to the live edge, then held there.
 
-Runs the demo exactly as `make demo` does (`python -m partitions.demo`: the Procfile's
+Runs the demo exactly as `make demo` does (`python -m cdcweb.demo`: the Procfile's
 simulator, reader, housekeeping, reports and alerts workers, beat and web server, on the
 embedded defaults) in a fresh CDC_VAR_DIR, and every 10 s reads each demo stream's lag
 as the dashboard computes it. It prints when each stream first fell under 30 s and the
@@ -40,7 +40,7 @@ def main() -> None:
     var = Path(tempfile.mkdtemp(prefix="cdc-demo-"))
     env = {**os.environ, "CDC_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1"}
     log = open(var / "demo.log", "w")  # noqa: SIM115 - lives as long as the demo
-    demo = subprocess.Popen([sys.executable, "-m", "partitions.demo"], cwd=ROOT, env=env, stdout=log,
+    demo = subprocess.Popen([sys.executable, "-m", "cdcweb.demo"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     began = time.monotonic()
     try:

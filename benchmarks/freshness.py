@@ -143,7 +143,7 @@ def follow(bench: Bench, stream, seconds: float) -> list[float]:
 
 def record_latencies(bench: Bench, name: str, since: datetime) -> list[float]:
     """Return checkpoint-minus-commit seconds of every record committed after `since`."""
-    from partitions import landing
+    from partitions.pipeline import landing
 
     committed = {float(a): float(b) for a, b in CHECKPOINT.findall((bench.var / "reader.log").read_text())}
     table = landing.read_landing(str(bench.var / "landing"), name)

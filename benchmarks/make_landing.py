@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from partitions.landing_schema import LANDING_SCHEMA, READ_METHOD  # noqa: E402
+from partitions.sources.landing import LANDING_SCHEMA
+from partitions.sources.spanner_change_stream.landing import READ_METHOD  # noqa: E402
 
 TABLES = ["Orders", "OrderItems", "Customers", "Payments", "AuditLog"]
 TABLE_WEIGHTS = [0.30, 0.35, 0.10, 0.15, 0.10]

@@ -186,8 +186,8 @@ def lag_rows_per_stream_day() -> tuple[int, int]:
     """Return (rows written a day, rows kept at steady state) for one stream's lag samples."""
     from django.conf import settings
 
-    from partitions import lag
     from partitions.models import LagSample
+    from partitions.pipeline import lag_samples as lag
     from streams.models import Stream
 
     stream = Stream.objects.create(name="lag-bench", connection={"change_stream": "Changes"})

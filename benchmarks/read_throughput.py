@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from procs import free_port  # noqa: E402
 
-from partitions.changestream.decode import GoogleSqlDecoder  # noqa: E402
-from partitions.changestream.parse import decode_postgresql_value  # noqa: E402
-from partitions.changestream.query import build_query  # noqa: E402
-from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord  # noqa: E402
+from partitions.sources.spanner_change_stream.decode import GoogleSqlDecoder  # noqa: E402
+from partitions.sources.spanner_change_stream.parse import decode_postgresql_value  # noqa: E402
+from partitions.sources.spanner_change_stream.query import build_query  # noqa: E402
+from partitions.sources.spanner_change_stream.records import ChildPartitionsRecord, DataChangeRecord  # noqa: E402
 from streams.times import format_time  # noqa: E402
 
 DATABASES = {"googlesql": "demo-db", "postgresql": "demo-pg"}

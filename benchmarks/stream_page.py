@@ -2,7 +2,7 @@
 
 Two streams in PostgreSQL, one with 1,000 and one with 10,000 partitions (lineage
 of splits and merges over 30 days, built by tests/factories/lineage.py), each with 30
-days of lag samples in the tiers partitions/lag.py keeps. Every page is requested
+days of lag samples in the tiers partitions/pipeline/lag_samples.py keeps. Every page is requested
 through Django's full handler (middleware, session login, templates) with the test
 client; the time is the server's, without a network or a browser.
 

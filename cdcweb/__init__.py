@@ -1,5 +1,5 @@
 """The cdcweb Django project: settings, URLs, the Celery app."""
 
-from cdcweb.celery import app as celery_app
+from .celery import app as celery_app
 
 __all__ = ("celery_app",)

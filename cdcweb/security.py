@@ -4,7 +4,7 @@ The key signs sessions, CSRF tokens and password-reset links: with the published
 development key anyone can forge them. The check runs where a web server loads the
 application (cdcweb/wsgi.py: gunicorn and runserver alike), so management commands,
 workers and tests still run on a fresh machine, and the demo writes a random key of
-its own to CDC_VAR_DIR (partitions/demo.py).
+its own to CDC_VAR_DIR (cdcweb/demo.py).
 """
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ SPANNER_EMULATOR_HOST = env_str("SPANNER_EMULATOR_HOST", "")
 CDC_LEASE_SECONDS = env_int("CDC_LEASE_SECONDS", 60)
 # A read checkpoints (lands, then stores its watermark) every heartbeat interval, or
 # every this many seconds if that is longer: the live edge within seconds, one database
-# write per partition per interval whatever the record rate (partitions.window.checkpoint_seconds).
+# write per partition per interval whatever the record rate (partitions.pipeline.window.checkpoint_seconds).
 CDC_CHECKPOINT_SECONDS = env_float("CDC_CHECKPOINT_SECONDS", 2.0)
 CDC_MAX_CONSECUTIVE_FAILURES = env_int("CDC_MAX_CONSECUTIVE_FAILURES", 3)
 CDC_RETRY_BACKOFF_MAX = env_int("CDC_RETRY_BACKOFF_MAX", 60)
@@ -326,7 +326,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
     # kombu's own filesystem transport creates a message file before writing it, so a
     # worker can read it empty and die; ours writes a temp file and renames it.
-    CELERY_BROKER_TRANSPORT = "partitions.broker:Transport"
+    CELERY_BROKER_TRANSPORT = "cdcweb.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         # One folder in and out: every worker and beat share the same queue.
         "data_folder_in": str(BROKER_DIR / "queue"),
@@ -361,8 +361,8 @@ CELERY_TASK_QUEUES = (
     Queue("urgent"), Queue("celery"), Queue("housekeeping"), Queue("reports"), Queue("alerts"),
 )  # fmt: skip
 CELERY_TASK_ROUTES = {
-    "partitions.tasks.read_partition_task": {"queue": "celery"},
-    "partitions.tasks.*": {"queue": "housekeeping"},
+    "partitions.pipeline.tasks.read_partition_task": {"queue": "celery"},
+    "partitions.pipeline.tasks.*": {"queue": "housekeeping"},
     "cdcweb.reports.tasks.*": {"queue": "reports"},
     "cdcweb.alerts.tasks.evaluate_alerts_task": {"queue": "housekeeping"},
     "cdcweb.alerts.tasks.deliver_alert_task": {"queue": "alerts"},
@@ -375,27 +375,27 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     # Each entry expires within its own period so a backlog of beats never piles up.
     "schedule-partitions": {
-        "task": "partitions.tasks.schedule_partitions_task",
+        "task": "partitions.pipeline.tasks.schedule_partitions_task",
         "schedule": CDC_SCHEDULE_SECONDS,
         "options": {"expires": CDC_SCHEDULE_SECONDS},
     },
     "retry-failed-streams": {
-        "task": "partitions.tasks.retry_failed_streams_task",
+        "task": "partitions.pipeline.tasks.retry_failed_streams_task",
         "schedule": 5.0,
         "options": {"expires": 5.0},
     },
     "sample-lag": {
-        "task": "partitions.tasks.sample_lag_task",
+        "task": "partitions.pipeline.tasks.sample_lag_task",
         "schedule": float(CDC_LAG_SAMPLE_SECONDS),
         "options": {"expires": float(CDC_LAG_SAMPLE_SECONDS)},
     },
     "detect-stalls": {
-        "task": "partitions.tasks.detect_stalls_task",
+        "task": "partitions.pipeline.tasks.detect_stalls_task",
         "schedule": float(CDC_STALL_CHECK_SECONDS),
         "options": {"expires": float(CDC_STALL_CHECK_SECONDS)},
     },
     "cleanup-lag-samples": {
-        "task": "partitions.tasks.cleanup_lag_samples_task",
+        "task": "partitions.pipeline.tasks.cleanup_lag_samples_task",
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
     },

@@ -7,8 +7,8 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from cdcweb import ops
-from cdcweb.api_root import ApiRootView
+from . import ops
+from .api_root import ApiRootView
 
 # The docs page loads its script from its own URL (no inline script); Swagger UI styles
 # its elements inline, so that page alone allows inline styles.

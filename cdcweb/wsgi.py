@@ -7,6 +7,6 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
 application = get_wsgi_application()
 
-from cdcweb.security import refuse_development_key  # noqa: E402 - needs the settings configured above
+from .security import refuse_development_key  # noqa: E402 - needs the settings configured above
 
 refuse_development_key()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from partitions.models import LagSample, Partition, PartitionEdge
+from .models import LagSample, Partition, PartitionEdge
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -171,7 +171,7 @@ def lag_series(
 ) -> list[dict]:
     """Return the stream's lag samples in [since, until], oldest first (one query).
 
-    Older samples are downsampled (partitions/lag.py): `resolution_seconds` says
+    Older samples are downsampled (partitions/pipeline/lag_samples.py): `resolution_seconds` says
     whether a point is a raw 10 s sample or the worst of a 1 or 10 minute span.
     More than max_points samples raise TooManyRows.
     """

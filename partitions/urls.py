@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from partitions import views
+from . import views
 
 urlpatterns = [
     path("streams/<int:pk>/partitions/", views.stream_partitions, name="stream-partitions"),

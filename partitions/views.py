@@ -12,10 +12,11 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 
-from partitions.models import LagSample, Partition, PartitionEdge
-from partitions.progress import horizon, partition_lag
 from streams.access import can_operate
 from streams.models import Stream, StreamError
+
+from .models import LagSample, Partition, PartitionEdge
+from .progress import horizon, partition_lag
 
 P = Partition.State
 PAGE_SIZE = 25

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from partitions.landing_schema import DEDUPE_KEY, LANDING_SCHEMA
+from partitions.sources.landing import DEDUPE_KEY, LANDING_SCHEMA
 
 RECORD_KEY = DEDUPE_KEY[:4]  # a data change record: partition, commit, transaction, sequence
 # The columns the reports read; the JSON values and the envelope stay on disk.

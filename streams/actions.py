@@ -14,9 +14,9 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from streams.models import Stream
-from streams.times import format_time
-from streams.transitions import TransitionNotAllowed, transition
+from .models import Stream
+from .times import format_time
+from .transitions import TransitionNotAllowed, transition
 
 S = Stream.State
 RECOVERY_STRATEGIES = ("watermark", "now", "timestamp")
@@ -27,8 +27,8 @@ class InvalidAction(ValueError):
 
 
 def _enqueue(task_name: str, stream_id: int) -> None:
-    """Send the pipeline's task partitions.tasks.<task_name>(stream_id) once the transaction commits."""
-    name = f"partitions.tasks.{task_name}"
+    """Send the pipeline's task <task_name>(stream_id) by its name once the transaction commits."""
+    name = f"partitions.pipeline.tasks.{task_name}"
     transaction.on_commit(lambda: _send(name, (stream_id,)))
 
 

@@ -9,7 +9,8 @@ class StreamsConfig(AppConfig):
     def ready(self) -> None:
         """Drop cached API answers whenever a stream is saved (transitions, edits) or deleted."""
         from streams.api.cache import invalidate_on_commit
-        from streams.models import Stream
+
+        from .models import Stream
 
         post_save.connect(invalidate_on_commit, sender=Stream, dispatch_uid="api-cache-stream-save")
         post_delete.connect(invalidate_on_commit, sender=Stream, dispatch_uid="api-cache-stream-delete")

@@ -35,7 +35,7 @@ Decisions:
 - FAILED has no retry budget: errors the source's reader calls retryable retry for as
   long as they happen, the backoff capped at CDC_RETRY_BACKOFF_MAX, because a source
   that comes back must be read on without an operator; only an error it calls
-  permanent moves to FAILED_PERMANENTLY (partitions/failures.py). Alerts
+  permanent moves to FAILED_PERMANENTLY (partitions/pipeline/failures.py). Alerts
   (stream_failed, retention) tell people meanwhile.
 """
 
@@ -44,7 +44,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from streams.models import Stream, StreamTransition
+from .models import Stream, StreamTransition
 
 S = Stream.State
 

@@ -9,8 +9,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE = [
-    "partitions/grpc_status.py",
-    "partitions/changestream",
     "partitions/sources",
     "partitions/simulator",
     "spark_tasks",
@@ -39,8 +37,11 @@ def modules_of(package: str) -> list[str]:
 
 def test_every_pure_package_is_found_with_its_modules():
     found = {package: modules_of(package) for package in PURE}
+    assert all(found.values()), [package for package, names in found.items() if not names]
     assert "partitions.sources.spanner_commit_timestamp.poller" in found["partitions/sources"]
     assert "partitions.sources.bigtable.decode" in found["partitions/sources"]
+    assert "partitions.sources.spanner_change_stream.reader" in found["partitions/sources"]
+    assert "partitions.sources.grpc_status" in found["partitions/sources"]
     assert "partitions.simulator.datastream.server" in found["partitions/simulator"]
     assert "spark_tasks.throughput" in found["spark_tasks"]
 

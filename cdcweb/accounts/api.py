@@ -16,8 +16,9 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from cdcweb.accounts import tokens
 from cdcweb.auth import TokenAuthentication
+
+from . import tokens
 
 
 class CredentialsSerializer(serializers.Serializer):

@@ -25,8 +25,8 @@ from django.conf import settings
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
-from partitions.lag import SAMPLED_STATES
 from partitions.models import LagSample, Partition
+from partitions.pipeline.lag_samples import SAMPLED_STATES
 from partitions.progress import StreamProgress
 from partitions.stalls import LAG_WINDOW, lag_grew_throughout
 from streams.models import Stream

@@ -10,11 +10,12 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from cdcweb.reports import services as report_services
-from cdcweb.reports.models import Report
-from cdcweb.reports.output import table_columns_rows, to_csv
 from streams.api.fields import StrictDateTimeField
 from streams.models import Stream
+
+from . import services as report_services
+from .models import Report
+from .output import table_columns_rows, to_csv
 
 TABLE = OpenApiParameter("table", str, required=True, description="a result table's name, e.g. throughput")
 CSV_RESPONSES = {

@@ -10,8 +10,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import Q
 
-from cdcweb.reports.output import LIST_PRICE
 from partitions.models import Partition
+
+from .output import LIST_PRICE
 
 DAY = 86_400.0
 DATAFLOW = {

@@ -26,12 +26,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from cdcweb.reports.command import build_command, export_lineage, spark_env
-from cdcweb.reports.models import Report
-from cdcweb.reports.output import load_results, parse_line, readable_error
-from cdcweb.reports.reader import reader_assumptions
 from partitions.models import Partition
 from streams.models import Stream
+
+from .command import build_command, export_lineage, spark_env
+from .models import Report
+from .output import load_results, parse_line, readable_error
+from .reader import reader_assumptions
 
 S = Report.Status
 # Progress is written at most this often (plus the first and the last step): a job of
@@ -57,7 +58,7 @@ def range_errors(since: datetime | None, until: datetime | None) -> dict[str, st
 
 def enqueue(report: Report) -> None:
     """Send the report's task once the transaction that created it commits."""
-    from cdcweb.reports.tasks import run_report_task
+    from .tasks import run_report_task
 
     transaction.on_commit(lambda: run_report_task.delay(report.pk))
 

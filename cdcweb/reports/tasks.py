@@ -6,8 +6,8 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from cdcweb.reports import services as report_services
-from cdcweb.reports.models import Report
+from . import services as report_services
+from .models import Report
 
 
 @shared_task(bind=True, acks_late=True)

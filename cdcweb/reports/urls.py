@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from cdcweb.reports import views as report_views
+from . import views as report_views
 
 urlpatterns = [
     path("reports/", report_views.report_list, name="report-list"),

@@ -12,11 +12,12 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
-from cdcweb.reports import services as report_services
-from cdcweb.reports.models import Report
-from cdcweb.reports.output import table_columns_rows, to_csv
 from streams.access import can_operate
 from streams.models import Stream
+
+from . import services as report_services
+from .models import Report
+from .output import table_columns_rows, to_csv
 
 LIST_ROWS = 100
 INPUT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"]

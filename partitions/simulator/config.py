@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from partitions.changestream.query import DIALECTS, GOOGLESQL, validate_stream_name
+from partitions.sources.spanner_change_stream.query import DIALECTS, GOOGLESQL, validate_stream_name
 
 DEFAULT_DATABASES = (("demo-db", "googlesql"), ("demo-pg", "postgresql"))
 FAULT_KINDS = ("unavailable", "internal", "malformed", "slow")

@@ -12,10 +12,10 @@ import json
 
 from google.cloud.spanner_v1 import ResultSetMetadata
 
-from partitions.changestream.jsonl import record_fields
-from partitions.changestream.query import GOOGLESQL
-from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord
-from partitions.changestream.schema import googlesql_row_type, postgresql_row_type
+from partitions.sources.spanner_change_stream.jsonl import record_fields
+from partitions.sources.spanner_change_stream.query import GOOGLESQL
+from partitions.sources.spanner_change_stream.records import ChildPartitionsRecord, DataChangeRecord
+from partitions.sources.spanner_change_stream.schema import googlesql_row_type, postgresql_row_type
 
 from .tables import format_ts
 from .workload import Entry, to_us

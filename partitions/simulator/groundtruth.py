@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
-from partitions.changestream.jsonl import record_to_json_line
-from partitions.changestream.records import DataChangeRecord
+from partitions.sources.spanner_change_stream.jsonl import record_to_json_line
+from partitions.sources.spanner_change_stream.records import DataChangeRecord
 
 from .config import SimulatorConfig
 from .topology import Topology

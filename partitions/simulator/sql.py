@@ -13,7 +13,12 @@ from dataclasses import dataclass
 
 import grpc
 
-from partitions.changestream.query import GOOGLESQL, MAX_HEARTBEAT_MS, MIN_HEARTBEAT_MS, POSTGRESQL
+from partitions.sources.spanner_change_stream.query import (
+    GOOGLESQL,
+    MAX_HEARTBEAT_MS,
+    MIN_HEARTBEAT_MS,
+    POSTGRESQL,
+)
 
 from .config import SimulatorConfig, parse_timestamp
 from .tables import format_ts

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from partitions.changestream.records import ChildPartition, ChildPartitionsRecord
+from partitions.sources.spanner_change_stream.records import ChildPartition, ChildPartitionsRecord
 
 from .topology import Partition, Topology
 from .workload import Workload, to_datetime

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from partitions.changestream.query import GOOGLESQL, POSTGRESQL
+from partitions.sources.spanner_change_stream.query import GOOGLESQL, POSTGRESQL
 
 from .sql import QueryError
 from .watched_tables import same_name

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
-from partitions.changestream.records import ColumnType, Mod
+from partitions.sources.spanner_change_stream.records import ColumnType, Mod
 
 _WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "harbor", "iris", "juniper")
 _STATUSES = ("NEW", "PAID", "PACKED", "SHIPPED", "DELIVERED", "CANCELLED")

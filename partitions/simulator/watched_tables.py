@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from partitions.changestream.query import GOOGLESQL
+from partitions.sources.spanner_change_stream.query import GOOGLESQL
 
 # Row values are tuples in this order in every table; a sharded table adds the shard last.
 TENANT, EVENT, KIND, QUANTITY, ACTIVE, COMMITTED, SHARD = range(7)

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
 
-from partitions.changestream.records import DataChangeRecord
+from partitions.sources.spanner_change_stream.records import DataChangeRecord
 
 from .tables import TABLES, TABLES_BY_NAME, column_types, make_mod
 from .topology import Topology

@@ -6,11 +6,12 @@ reader, its landing rows); the pipeline, pages, API and CLI find them here.
 
 from __future__ import annotations
 
+from partitions.sources.bigtable.kind import KIND as BIGTABLE
+from partitions.sources.datastream.kind import KIND as DATASTREAM
+from partitions.sources.spanner_change_stream.kind import KIND as SPANNER_CHANGE_STREAM
+from partitions.sources.spanner_commit_timestamp.kind import KIND as SPANNER_COMMIT_TIMESTAMP
+
 from .base import SourceKind
-from .bigtable.kind import KIND as BIGTABLE
-from .datastream.kind import KIND as DATASTREAM
-from .spanner_change_stream.kind import KIND as SPANNER_CHANGE_STREAM
-from .spanner_commit_timestamp.kind import KIND as SPANNER_COMMIT_TIMESTAMP
 
 KINDS: dict[str, SourceKind] = {
     kind.name: kind for kind in (SPANNER_CHANGE_STREAM, SPANNER_COMMIT_TIMESTAMP, BIGTABLE, DATASTREAM)

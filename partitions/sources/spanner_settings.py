@@ -11,8 +11,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from partitions.changestream.query import DIALECTS
-from partitions.sources.base import Setting, SettingsError
+from partitions.sources.spanner_change_stream.query import DIALECTS
+
+from .base import Setting, SettingsError
 
 # Spanner schema object names: a letter, then letters, digits or underscores, at most 128
 # characters. Quotes, dots, spaces, semicolons and comment markers can never pass.

@@ -35,9 +35,9 @@ def fast_passwords(settings):
 
 @pytest.fixture(autouse=True)
 def sent_tasks(monkeypatch):
-    """Replace partitions.tasks with fakes: actions enqueue nothing real during API tests."""
+    """Replace partitions.pipeline.tasks with fakes: actions enqueue nothing real during API tests."""
     fake = SimpleNamespace(start_stream_task=FakeTask(), drain_stream_task=FakeTask())
-    monkeypatch.setitem(sys.modules, "partitions.tasks", fake)
+    monkeypatch.setitem(sys.modules, "partitions.pipeline.tasks", fake)
     return fake
 
 

@@ -73,7 +73,7 @@ def reference(stream) -> dict:
 
 
 class RecordingQueue:
-    """The pipeline's Queue (partitions.queue) for tests: records what would be sent."""
+    """The pipeline's Queue (partitions.pipeline.queue) for tests: records what would be sent."""
 
     def __init__(self) -> None:
         self.reads: list[tuple[int, float]] = []

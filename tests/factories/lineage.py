@@ -22,7 +22,7 @@ from partitions.models import LagSample, Partition, PartitionEdge
 from streams.models import Stream
 from tests import factories
 
-# (age limit, spacing) of the lag sample tiers that partitions/lag.py keeps.
+# (age limit, spacing) of the lag sample tiers that partitions/pipeline/lag_samples.py keeps.
 LAG_TIERS = ((timedelta(hours=6), 10), (timedelta(days=7), 60), (timedelta(days=30), 600))
 BATCH = 2_000
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from partitions import demo
+from cdcweb import demo
 from streams.models import Stream
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import sys
 import pytest
 from django.conf import settings
 
-from partitions import demo
+from cdcweb import demo
 
 PRODUCTION = {
     "DJANGO_DEBUG": "false",

@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from cdcweb.reports.models import Report
 from cdcweb.reports.tasks import run_report_task
-from partitions import landing
-from partitions.landing_schema import DEDUPE_KEY
+from partitions.pipeline import landing
+from partitions.sources.landing import DEDUPE_KEY
 from streams.models import Stream
 from tests.partitions.pipeline.conftest import _wait_for, pipeline, pipeline_env, sim, sim_config  # noqa: F401
 

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from partitions.landing_schema import DEDUPE_KEY, LANDING_SCHEMA, READ_METHOD
+from partitions.sources.landing import DEDUPE_KEY, LANDING_SCHEMA
+from partitions.sources.spanner_change_stream.landing import READ_METHOD
 from spark_tasks.landing import dedupe, list_input_files, read_mods, to_records
 from spark_tasks.session import build_session
 

@@ -8,13 +8,12 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from cdcweb.dashboard.kinds import SettingsError, api_field, clean_settings, frozen_changes
 from partitions.progress import StreamProgress, progress_of
 from partitions.sources import DEFAULT_KIND, KINDS
 from streams.actions import RECOVERY_STRATEGIES
 from streams.api.fields import StrictDateTimeField
 from streams.models import Stream, StreamError, StreamTransition
-
-from ..kinds import SettingsError, api_field, clean_settings, frozen_changes
 
 
 def attach_progress(streams: list[Stream]) -> list[Stream]:

@@ -8,11 +8,17 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from partitions.changestream.errors import ChangeStreamError, QueryValidationError
-from partitions.changestream.follow import PartitionFollower
-from partitions.changestream.jsonl import record_to_json
-from partitions.changestream.query import DIALECTS, build_query, validate_heartbeat, validate_stream_name
-from partitions.changestream.reader import ChangeStreamReader, connect, detect_dialect
+from partitions.sources.base import SourceError
+from partitions.sources.spanner_change_stream.errors import QueryValidationError
+from partitions.sources.spanner_change_stream.follow import PartitionFollower
+from partitions.sources.spanner_change_stream.jsonl import record_to_json
+from partitions.sources.spanner_change_stream.query import (
+    DIALECTS,
+    build_query,
+    validate_heartbeat,
+    validate_stream_name,
+)
+from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect, detect_dialect
 from streams.times import parse_time
 
 
@@ -59,7 +65,7 @@ class Command(BaseCommand):
             summary = follower.run()
         except QueryValidationError as exc:
             raise _fail(str(exc)) from None
-        except ChangeStreamError as exc:
+        except SourceError as exc:
             raise _fail(f"reading change stream {options['stream']!r} failed: {exc}") from None
         except KeyboardInterrupt:
             return

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from ..base import NewPartition, PartitionState
+from partitions.sources.base import NewPartition, PartitionState
+
 from .ranges import RowRange, covers
 
 RANGE, TOKENS, LOW_WATERMARK = "range", "tokens", "low_watermark"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ..base import MalformedRecordError
+from partitions.sources.base import MalformedRecordError
+
 from .records import (
     GARBAGE_COLLECTION,
     USER,

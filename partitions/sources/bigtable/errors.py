@@ -12,9 +12,8 @@ from __future__ import annotations
 import grpc
 from google.api_core import exceptions as api_exceptions
 
-from partitions.grpc_status import RETRYABLE_CODES, server_message, status_name
-
-from ..base import PermanentSourceError, RetryableSourceError, SourceError
+from partitions.sources.base import PermanentSourceError, RetryableSourceError, SourceError
+from partitions.sources.grpc_status import RETRYABLE_CODES, server_message, status_name
 
 SINGLE_CLUSTER = "the app profile must use single-cluster routing"
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..base import NewPartition, PartitionState, ReadOptions, Setting, SettingsError
+from partitions.sources.base import NewPartition, PartitionState, ReadOptions, Setting, SettingsError
+
 from . import cursor as cursors
 from .client import data_client, emulator_host, table_path
 from .landing import READ_METHOD, landing_table

@@ -1,6 +1,6 @@
 """Landing rows of Bigtable changes: one row per mod, in the landing zone's envelope.
 
-The envelope is Spanner-shaped (``landing_schema.LANDING_SCHEMA``); a Bigtable change
+The envelope is Spanner-shaped (``partitions.sources.landing.LANDING_SCHEMA``); a Bigtable change
 fills it as follows: the row key (hex) is the server_transaction_id, the tiebreaker the
 record_sequence, the mod's position in the change the mod_index; keys hold the row key,
 family and qualifier; new_values the cell (base64 value, left out above 64 KiB, and its
@@ -18,8 +18,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from partitions.landing import canonical_json, row_uuid
-from partitions.landing_schema import LANDING_SCHEMA
+from partitions.sources.landing import LANDING_SCHEMA, canonical_json, row_uuid
 
 from .ranges import key_text
 from .records import GARBAGE_COLLECTION, Change, DeleteFromColumn, SetCell

@@ -18,7 +18,15 @@ from typing import Any
 
 from google.cloud.bigtable_v2.types import ReadChangeStreamResponse
 
-from ..base import PROGRESS, Ended, MalformedRecordError, PartitionState, ReadOptions, RetryableSourceError
+from partitions.sources.base import (
+    PROGRESS,
+    Ended,
+    MalformedRecordError,
+    PartitionState,
+    ReadOptions,
+    RetryableSourceError,
+)
+
 from .cursor import Token, low_watermark, parse_cursor, tokens_cursor
 from .decode import ChangeAssembler
 from .errors import classify, code_name, from_status

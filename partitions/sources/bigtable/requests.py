@@ -11,7 +11,8 @@ from datetime import datetime
 from google.cloud.bigtable_v2 import types as bt
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from ..base import NewPartition, ReadOptions
+from partitions.sources.base import NewPartition, ReadOptions
+
 from .cursor import Token, tokens_cursor
 from .ranges import RowRange, label, range_token
 

@@ -6,7 +6,8 @@ from datetime import datetime
 
 from google.cloud.bigtable_v2.types import GenerateInitialChangeStreamPartitionsResponse
 
-from ..base import MalformedRecordError, NewPartition, ReadOptions
+from partitions.sources.base import MalformedRecordError, NewPartition, ReadOptions
+
 from .cursor import root_cursor
 from .errors import classify
 from .ranges import label, range_token

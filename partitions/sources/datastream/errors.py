@@ -10,8 +10,8 @@ from __future__ import annotations
 from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
-from partitions.grpc_status import RETRYABLE_CODES, server_message, status_name
 from partitions.sources.base import PermanentSourceError, RetryableSourceError, SourceError
+from partitions.sources.grpc_status import RETRYABLE_CODES, server_message, status_name
 
 # INTERNAL is not retryable here: Datastream answers INTERNAL for invalid configurations
 # too, and a retry loop would hide them.

@@ -1,1 +1,4 @@
-"""The Spanner change stream kind: reads with ``partitions.changestream`` (pure, no Django)."""
+"""The Spanner change stream kind: records, parsing, queries, the reader, landing rows, errors.
+
+Pure Python: nothing here imports Django (a test checks it).
+"""

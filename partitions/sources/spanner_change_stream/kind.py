@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from partitions.changestream.query import validate_stream_name
-from partitions.changestream.reader import connect
-from partitions.landing_schema import READ_METHOD
 from partitions.sources import spanner_settings as common
 from partitions.sources.base import OwnTokens, Setting
 
+from .landing import READ_METHOD
+from .query import validate_stream_name
+from .reader import connect
 from .source import ChangeStreamSource
 
 DIALECT_NAMES = {"googlesql": ", GoogleSQL", "postgresql": ", PostgreSQL"}

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
-from partitions.changestream.errors import ChangeRecordError
-from partitions.changestream.reader import ChangeStreamReader
-from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord, HeartbeatRecord
 from partitions.sources.base import PROGRESS, Ended, NewPartition, PartitionState
+
+from .errors import ChangeRecordError
+from .reader import ChangeStreamReader
+from .records import ChildPartitionsRecord, DataChangeRecord, HeartbeatRecord
 
 
 class ChangeStreamRead:

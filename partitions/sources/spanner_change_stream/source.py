@@ -10,12 +10,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from partitions import landing
-from partitions.changestream import reader as client
-from partitions.changestream.records import ChildPartitionsRecord
 from partitions.sources.base import NewPartition, PartitionState, ReadOptions
 
+from . import reader as client
+from .landing import build_table
 from .read import ChangeStreamRead
+from .records import ChildPartitionsRecord
 
 # The initial query returns the roots' child partitions records at its start at once; its
 # end only has to bound it (an open-ended one would wait for the partitions to end).
@@ -57,7 +57,7 @@ class ChangeStreamSource:
 
     def landing_table(self, stream_name: str, token: str, records: list, read_at: datetime):
         """Return the landing rows (one per mod) of data change records."""
-        return landing.build_table(stream_name, token, records, read_at)
+        return build_table(stream_name, token, records, read_at)
 
     def next_read_delay(self, read: ChangeStreamRead) -> float:
         """Return 0: the next window's query starts at once (a live one waits for records itself)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from partitions.changestream.query import GOOGLESQL, POSTGRESQL
+from partitions.sources.spanner_change_stream.query import GOOGLESQL, POSTGRESQL
 
 from .query import quote
 from .settings import check_identifier

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from partitions.changestream.errors import SpannerError
-from partitions.changestream.reader import classify
 from partitions.sources.base import PermanentSourceError, RetryableSourceError, SourceError
+from partitions.sources.spanner_change_stream.errors import SpannerError
+from partitions.sources.spanner_change_stream.reader import classify
 
 from .query import TableSpec
 

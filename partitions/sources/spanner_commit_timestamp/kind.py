@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from partitions.changestream.query import GOOGLESQL
-from partitions.changestream.reader import connect
 from partitions.sources.base import OwnTokens
+from partitions.sources.spanner_change_stream.query import GOOGLESQL
+from partitions.sources.spanner_change_stream.reader import connect
 
 from . import settings as settings_module
 from .advisor import Advice, advise

@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from partitions.landing import canonical_json, row_uuid
-from partitions.landing_schema import LANDING_SCHEMA
+from partitions.sources.landing import LANDING_SCHEMA, canonical_json, row_uuid
 
 from .records import TableRowRecord
 

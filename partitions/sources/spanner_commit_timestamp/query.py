@@ -17,7 +17,7 @@ from typing import Any
 
 from google.cloud.spanner_v1 import param_types
 
-from partitions.changestream.query import GOOGLESQL, POSTGRESQL
+from partitions.sources.spanner_change_stream.query import GOOGLESQL, POSTGRESQL
 from streams.times import format_time
 
 from .settings import check_identifier

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from partitions.changestream.query import GOOGLESQL
 from partitions.sources.base import PermanentSourceError
+from partitions.sources.spanner_change_stream.query import GOOGLESQL
 from streams.times import format_time
 
 from .query import TableSpec

@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from partitions.changestream.errors import SpannerError
-from partitions.changestream.reader import detect_dialect
 from partitions.sources.base import NewPartition, PartitionState, PermanentSourceError, ReadOptions
+from partitions.sources.spanner_change_stream.errors import SpannerError
+from partitions.sources.spanner_change_stream.reader import detect_dialect
 
 from .errors import source_error
 from .landing import landing_table

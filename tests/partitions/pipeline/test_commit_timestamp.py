@@ -19,10 +19,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from partitions import landing
-from partitions.landing import canonical_json
 from partitions.models import Partition
+from partitions.pipeline import landing
 from partitions.simulator.table_reads import table_ground_truth
+from partitions.sources.landing import canonical_json
 from streams.models import Stream
 from tests.partitions.pipeline.conftest import _wait_for
 from tests.partitions.sources.spanner_commit_timestamp.committs_support import TABLES

@@ -86,7 +86,7 @@ def test_a_lag_sample_lands_in_every_interval_behind_hundreds_of_queued_reads(pi
     assert len(times) >= 6
     assert max(gaps) < 2 * SAMPLE_SECONDS, gaps
     # and the housekeeping worker never threw a lag sample away unrun
-    assert "Discarding revoked task: partitions.tasks.sample_lag_task" not in pipeline.log_text("hk")
+    assert "Discarding revoked task: partitions.pipeline.tasks.sample_lag_task" not in pipeline.log_text("hk")
 
 
 def test_a_report_starts_within_seconds_behind_hundreds_of_queued_reads(pipeline, backlog):

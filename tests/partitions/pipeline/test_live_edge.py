@@ -2,7 +2,7 @@
 
 Nothing is shortened here: the lease is CDC_LEASE_SECONDS's default (60 s), beat runs
 at its default intervals, and the workers are the Procfile's (a reader with its 32
-threads, the housekeeping worker, beat). The source is tests/partitions/fake_spanner.py,
+threads, the housekeeping worker, beat). The source is tests.partitions.pipeline.fake_spanner.py,
 which shares no code with the simulator: partitions live 20 s, even generations split
 in two (announcing each child in a record of its own), the siblings merge back, both
 parents of a merge end at the same timestamp and report the child. Three families keep
@@ -23,11 +23,11 @@ import pytest
 from django.db.models import Count
 from django.utils import timezone
 
-from partitions import landing
 from partitions.models import LagSample, Partition, PartitionEdge
+from partitions.pipeline import landing
 from streams.models import Stream
-from tests.partitions.fake_spanner import DATABASE, FakeSpanner
 from tests.partitions.pipeline.conftest import _wait_for
+from tests.partitions.pipeline.fake_spanner import DATABASE, FakeSpanner
 
 pytestmark = pytest.mark.slow
 P = Partition.State

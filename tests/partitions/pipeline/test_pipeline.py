@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from partitions import landing
-from partitions.landing_schema import DEDUPE_KEY
 from partitions.models import Partition, PartitionEdge
+from partitions.pipeline import landing
 from partitions.simulator.groundtruth import ground_truth
+from partitions.sources.landing import DEDUPE_KEY
 from streams.models import Stream, StreamError
 
 pytestmark = pytest.mark.slow
@@ -164,7 +164,8 @@ def test_duplicate_reads_on_two_workers_never_share_a_lease(pipeline, sim, worke
     start, end = span_in_past(10, timedelta(seconds=20))
     stream = create_stream(pipeline, sim, "dupes", start, end)
     script = (
-        "from partitions.models import Partition; from partitions.tasks import read_partition_task as t\n"
+        "from partitions.models import Partition\n"
+        "from partitions.pipeline.tasks import read_partition_task as t\n"
         "import time\n"
         "for _ in range(10):\n"
         "    open_ = Partition.objects.filter(stream__name='dupes').exclude(state='FINISHED')\n"

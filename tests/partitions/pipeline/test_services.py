@@ -7,10 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from partitions import checkpoint, failures, lag, leases, scheduling, stalls
-from partitions.changestream.errors import PermanentSpannerError, RetryableSpannerError
+from partitions import stalls
 from partitions.models import LagSample, Partition, PartitionEdge
+from partitions.pipeline import checkpoint, failures, leases, scheduling
+from partitions.pipeline import lag_samples as lag
 from partitions.sources.base import Ended, NewPartition
+from partitions.sources.spanner_change_stream.errors import PermanentSpannerError, RetryableSpannerError
 from streams.models import Stream, StreamError
 from streams.transitions import transition
 from tests.factories import RecordingQueue, make_stream

@@ -9,17 +9,17 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from partitions import checkpoint, services, window
-from partitions.changestream.reader import ChangeStreamReader, connect
 from partitions.models import Partition
+from partitions.pipeline import checkpoint, services, window
 from partitions.simulator.groundtruth import ground_truth
 from partitions.simulator.workload import to_datetime
 from partitions.sources.base import Ended, PartitionState
 from partitions.sources.spanner_change_stream.read import ChangeStreamRead
+from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect
 from streams.models import Stream, StreamError
 from streams.transitions import transition
 from tests.factories import RecordingQueue, make_stream
-from tests.partitions.fake_spanner import DATABASE, FakeSpanner
+from tests.partitions.pipeline.fake_spanner import DATABASE, FakeSpanner
 
 P, S = Partition.State, Stream.State
 pytestmark = pytest.mark.django_db

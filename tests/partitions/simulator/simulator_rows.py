@@ -7,9 +7,9 @@ import json
 from google.auth.credentials import AnonymousCredentials
 from google.cloud.spanner import Client
 
-from partitions.changestream.jsonl import format_timestamp
-from partitions.changestream.query import build_query
-from partitions.changestream.schema import (
+from partitions.sources.spanner_change_stream.jsonl import format_timestamp
+from partitions.sources.spanner_change_stream.query import build_query
+from partitions.sources.spanner_change_stream.schema import (
     CHILD_PARTITIONS_RECORD_FIELDS,
     DATA_CHANGE_RECORD_FIELDS,
     HEARTBEAT_RECORD_FIELDS,

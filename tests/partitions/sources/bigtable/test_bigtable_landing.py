@@ -8,8 +8,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from partitions.landing import row_uuid
-from partitions.landing_schema import LANDING_SCHEMA
 from partitions.sources.bigtable.landing import landing_table
 from partitions.sources.bigtable.records import (
     GARBAGE_COLLECTION,
@@ -20,6 +18,7 @@ from partitions.sources.bigtable.records import (
     DeleteFromRow,
     SetCell,
 )
+from partitions.sources.landing import LANDING_SCHEMA, row_uuid
 
 COMMIT = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 READ_AT = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)

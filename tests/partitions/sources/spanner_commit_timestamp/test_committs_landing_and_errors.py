@@ -10,9 +10,8 @@ import grpc
 import pytest
 from google.api_core import exceptions as api
 
-from partitions.landing import UUID_NAMESPACE
-from partitions.landing_schema import LANDING_SCHEMA
 from partitions.sources.base import PermanentSourceError, RetryableSourceError
+from partitions.sources.landing import LANDING_SCHEMA, UUID_NAMESPACE
 from partitions.sources.spanner_commit_timestamp.errors import source_error
 from partitions.sources.spanner_commit_timestamp.query import TableSpec
 from partitions.sources.spanner_commit_timestamp.records import TableRowRecord

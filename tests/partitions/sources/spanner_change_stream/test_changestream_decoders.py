@@ -9,15 +9,15 @@ from changestream_wire import client_rows, googlesql_value, postgresql_value, ra
 from google.api_core.datetime_helpers import DatetimeWithNanoseconds
 from google.cloud.spanner_v1.data_types import JsonObject
 
-from partitions.changestream.decode import GoogleSqlDecoder, decode_googlesql_value
-from partitions.changestream.errors import ChangeRecordError
-from partitions.changestream.parse import (
+from partitions.sources.spanner_change_stream.decode import GoogleSqlDecoder, decode_googlesql_value
+from partitions.sources.spanner_change_stream.errors import ChangeRecordError
+from partitions.sources.spanner_change_stream.parse import (
     decode_postgresql_value,
     parse_googlesql_row,
     parse_postgresql_row,
     parse_timestamp,
 )
-from partitions.changestream.records import DataChangeRecord
+from partitions.sources.spanner_change_stream.records import DataChangeRecord
 
 RECORDS = random_records(2_000, seed=11)
 

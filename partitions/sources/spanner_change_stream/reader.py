@@ -21,13 +21,13 @@ from google.cloud import spanner_v1
 from google.cloud.spanner_admin_database_v1 import DatabaseDialect
 from google.cloud.spanner_v1 import StructType, TypeCode
 
-from partitions.grpc_status import RETRYABLE_CODES, server_message, status_name
+from partitions.sources.base import SourceError
+from partitions.sources.grpc_status import RETRYABLE_CODES, server_message, status_name
 
 from . import schema
 from .decode import GoogleSqlDecoder
 from .errors import (
     ChangeRecordError,
-    ChangeStreamError,
     PermanentSpannerError,
     RetryableSpannerError,
     SpannerError,
@@ -139,7 +139,7 @@ class ChangeStreamReader:
                         check_googlesql_fields(rows.fields, partition_token)
                         checked = True
                     yield decode(row[0], partition_token)
-        except ChangeStreamError:
+        except SourceError:
             raise
         except Exception as exc:
             raise classify(exc) from exc

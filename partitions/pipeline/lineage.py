@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from . import states
-from .models import Partition, PartitionEdge
-from .sources.base import Ended, NewPartition, SourceKind
+from partitions import states
+from partitions.models import Partition, PartitionEdge
+from partitions.sources.base import Ended, NewPartition, SourceKind
 
 P = Partition.State
 

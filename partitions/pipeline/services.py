@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 import uuid
 
+from partitions.models import Partition
 from streams.models import Stream
 
 from . import leases, scheduling
 from .failures import SOURCE_ERRORS, handle_read_error, handle_unexpected_error
-from .models import Partition
 from .queue import Queue
 from .window import Outcome, log_lease, read_window, stream_reads_on
 

@@ -1,6 +1,6 @@
 """What a Google client or its gRPC transport raised, as a status name and a message.
 
-Pure (no Django): each source's reader (partitions/changestream/reader.py,
+Pure (no Django): each source's reader (spanner_change_stream/reader.py,
 partitions/sources/bigtable/errors.py, partitions/sources/datastream/errors.py) classifies
 its failures from these, adding only what is its own (Spanner's retryable INTERNAL
 hints, Bigtable's explanations, Datastream's missing credentials).

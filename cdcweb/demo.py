@@ -1,6 +1,6 @@
 """`make demo`: the whole of cdcweb on one machine, with nothing to install but the venv.
 
-Run as ``python -m partitions.demo``. It migrates the database, creates an admin user
+Run as ``python -m cdcweb.demo``. It migrates the database, creates an admin user
 (its generated password is printed once, when it is created), registers three demo
 streams on the simulator (the change streams of GoogleSQL demo-db and PostgreSQL
 demo-pg, and demo-db's ShardedEvents table watched by its commit-timestamp column over

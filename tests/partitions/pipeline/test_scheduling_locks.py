@@ -6,8 +6,8 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from partitions import scheduling
 from partitions.models import Partition, PartitionEdge
+from partitions.pipeline import scheduling
 from tests.factories import RecordingQueue, make_partition, make_stream
 
 pytestmark = pytest.mark.django_db

@@ -5,11 +5,18 @@ from datetime import UTC, datetime, timedelta
 import pyarrow.parquet as pq
 import pytest
 
-from partitions import landing
-from partitions.changestream.records import ColumnType, DataChangeRecord, Mod
-from partitions.landing_schema import LANDING_SCHEMA
+from partitions.pipeline import landing
+from partitions.sources.landing import LANDING_SCHEMA
+from partitions.sources.spanner_change_stream.landing import build_table
+from partitions.sources.spanner_change_stream.records import ColumnType, DataChangeRecord, Mod
 
 T0 = datetime(2026, 3, 1, 23, 59, 30, 123456, tzinfo=UTC)
+
+
+def write_window(uri: str, stream: str, token: str, start: datetime, records, read_at=None) -> str | None:
+    """Land a window's change records as the pipeline does; return the file's path (None: no rows)."""
+    table = build_table(stream, token, records, read_at or datetime.now(UTC))
+    return landing.write_table(uri, stream, token, start, table) if table.num_rows else None
 
 
 def make_record(seconds: float = 0, mods: int = 2, txid: str = "tx-1") -> DataChangeRecord:
@@ -36,7 +43,7 @@ def test_window_lands_one_row_per_mod_with_the_envelope(tmp_path):
     # given a window with two records of two and three mods
     records = [make_record(0, mods=2), make_record(1, mods=3, txid="tx-2")]
     # when it is landed
-    path = landing.write_window(str(tmp_path), "orders", "tok-A", T0, records)
+    path = write_window(str(tmp_path), "orders", "tok-A", T0, records)
     # then one file holds five rows in the shared schema, under stream and date
     table = pq.read_table(path)
     assert table.schema.equals(LANDING_SCHEMA)
@@ -52,10 +59,10 @@ def test_window_lands_one_row_per_mod_with_the_envelope(tmp_path):
 
 def test_rereading_a_window_replaces_the_same_file_with_the_same_uuids(tmp_path):
     # given a landed window
-    first = landing.write_window(str(tmp_path), "orders", "tok-A", T0, [make_record(mods=3)])
+    first = write_window(str(tmp_path), "orders", "tok-A", T0, [make_record(mods=3)])
     uuids = pq.read_table(first).column("uuid").to_pylist()
     # when the same window is read again later
-    second = landing.write_window(
+    second = write_window(
         str(tmp_path), "orders", "tok-A", T0, [make_record(mods=3)], read_at=T0 + timedelta(hours=1)
     )
     # then it replaced the same file, rows keep their uuids, and no temp file is left
@@ -67,7 +74,7 @@ def test_rereading_a_window_replaces_the_same_file_with_the_same_uuids(tmp_path)
 
 def test_window_without_data_records_writes_no_file(tmp_path):
     # when a window held only heartbeats
-    path = landing.write_window(str(tmp_path), "orders", "tok-A", T0, [])
+    path = write_window(str(tmp_path), "orders", "tok-A", T0, [])
     # then nothing was written
     assert path is None
     assert not any(tmp_path.iterdir())
@@ -77,8 +84,8 @@ def test_window_without_data_records_writes_no_file(tmp_path):
 def test_landing_uri_may_be_a_path_or_a_file_uri(tmp_path, prefix):
     # given windows of two partitions
     uri = f"{prefix}{tmp_path}"
-    landing.write_window(uri, "orders", "tok-A", T0, [make_record(mods=1)])
-    landing.write_window(uri, "orders", "tok-B", T0, [make_record(mods=2)])
+    write_window(uri, "orders", "tok-A", T0, [make_record(mods=1)])
+    write_window(uri, "orders", "tok-B", T0, [make_record(mods=2)])
     # when the stream's landing zone is read back
     table = landing.read_landing(uri, "orders")
     # then both files are there

@@ -8,9 +8,9 @@ import pytest
 from changestream_wire import client_rows, googlesql_value, postgresql_value, random_records
 from google.protobuf import struct_pb2
 
-from partitions.changestream.decode import decode_googlesql_value
-from partitions.changestream.errors import ChangeRecordError
-from partitions.changestream.parse import (
+from partitions.sources.spanner_change_stream.decode import decode_googlesql_value
+from partitions.sources.spanner_change_stream.errors import ChangeRecordError
+from partitions.sources.spanner_change_stream.parse import (
     decode_postgresql_value,
     parse_googlesql_row,
     parse_postgresql_row,

@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import threading
 
+from partitions.models import Partition
+from partitions.sources import kind_of
+from partitions.sources.base import PartitionState, ReadOptions, Source
 from streams.models import Stream
-
-from .models import Partition
-from .sources import kind_of
-from .sources.base import PartitionState, ReadOptions, Source
 
 _lock = threading.Lock()
 _sources: dict[tuple[str, str], Source] = {}

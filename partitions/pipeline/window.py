@@ -23,20 +23,20 @@ import pyarrow.compute as pc
 from django.conf import settings
 from django.utils import timezone
 
+from partitions.models import Partition
+from partitions.sources import kind_of
+from partitions.sources.base import PROGRESS, Ended, Source
 from streams.models import Stream
 
 from . import landing, leases, readers
 from .checkpoint import Progress, save_progress
-from .models import Partition
-from .sources import kind_of
-from .sources.base import PROGRESS, Ended, Source
 
 P = Partition.State
 # Lease audit lines (at INFO): the tests read them to prove no two readers overlap.
 lease_log = logging.getLogger("partitions.lease")
 # One line per checkpoint that landed records: its landed rows' read_timestamp and when the
 # checkpoint committed, so benchmarks/freshness.py can time each record from its commit.
-checkpoint_log = logging.getLogger("partitions.checkpoint")
+checkpoint_log = logging.getLogger("partitions.pipeline.checkpoint")
 # A read holding this many records not yet landed checkpoints at once: it bounds a
 # catch-up read's memory (some 20 MB of records) however much its window holds.
 MAX_PENDING_RECORDS = 20_000

@@ -1,7 +1,7 @@
 """Which partition reads next: the parent-wait rule, lost-read recovery, drain and end of stream.
 
-Reads are queued through the ``Queue`` the caller hands in (partitions.queue), after
-a reservation (partitions.leases) that makes sure each partition has one read queued.
+Reads are queued through the ``Queue`` the caller hands in (partitions.pipeline.queue), after
+a reservation (partitions.pipeline.leases) that makes sure each partition has one read queued.
 """
 
 from __future__ import annotations
@@ -10,18 +10,19 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from partitions import states
+from partitions.models import Partition, PartitionEdge
+from partitions.sources import kind_of
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
-from . import readers, states
+from . import readers
 from .leases import READING_STATES, free_q, lease_delta, live
-from .models import Partition, PartitionEdge
 from .queue import Queue
-from .sources import kind_of
 
 P = Partition.State
 S = Stream.State
-BY = "partitions.scheduling"
+BY = "partitions.pipeline.scheduling"
 
 
 def _lock_skipping(partitions):
@@ -140,7 +141,9 @@ def maybe_finish_stream(stream: Stream, by: str = BY) -> bool:
     return True
 
 
-def retry_failed_streams(queue: Queue, by: str = "partitions.tasks.retry_failed_streams_task") -> int:
+def retry_failed_streams(
+    queue: Queue, by: str = "partitions.pipeline.tasks.retry_failed_streams_task"
+) -> int:
     """Restart the retries of FAILED streams whose backoff has passed; return how many."""
     now = timezone.now()
     due = Stream.objects.filter(state=S.FAILED).filter(

@@ -10,20 +10,20 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from partitions import states
+from partitions.models import Partition, PartitionEdge
+from partitions.sources.base import NewPartition, SourceError
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
-from . import readers, scheduling, states
-from .changestream.errors import ChangeRecordError, QueryValidationError, SpannerError
+from . import readers, scheduling
 from .failures import fail_permanently, fail_retryably
-from .models import Partition, PartitionEdge
 from .queue import Queue
-from .sources.base import NewPartition, SourceError
 
 log = logging.getLogger(__name__)
 P = Partition.State
 S = Stream.State
-BY = "partitions.tasks.start_stream_task"
+BY = "partitions.pipeline.tasks.start_stream_task"
 
 
 def find_roots(stream: Stream, at: datetime) -> list[NewPartition]:
@@ -76,7 +76,7 @@ def start_stream(stream: Stream, queue: Queue) -> str:
         return f"not starting: stream is {stream.state}"
     try:
         _begin(stream)
-    except (SpannerError, ChangeRecordError, QueryValidationError, SourceError) as error:
+    except SourceError as error:
         return _start_failed(stream, error, queue)
     try:
         transition(stream, S.RUNNING, by=BY, reason="root partitions found", consecutive_failures=0)

@@ -20,10 +20,9 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from partitions import states
+from partitions.models import Partition
 from streams.models import Stream
-
-from . import states
-from .models import Partition
 
 P = Partition.State
 S = Stream.State

@@ -12,13 +12,17 @@ from datetime import UTC, datetime
 import pytest
 from changestream_wire import client_rows, googlesql_value, postgresql_value
 
-from partitions.changestream.decode import decode_googlesql_value
-from partitions.changestream.parse import (
+from partitions.sources.spanner_change_stream.decode import decode_googlesql_value
+from partitions.sources.spanner_change_stream.parse import (
     decode_postgresql_value,
     parse_googlesql_row,
     parse_postgresql_row,
 )
-from partitions.changestream.records import ChildPartition, ChildPartitionsRecord, HeartbeatRecord
+from partitions.sources.spanner_change_stream.records import (
+    ChildPartition,
+    ChildPartitionsRecord,
+    HeartbeatRecord,
+)
 
 TOKEN = "parent_token_1"
 COLUMNS = [

@@ -16,8 +16,8 @@ from google.cloud.spanner_v1 import PartialResultSet, ResultSetMetadata
 from google.cloud.spanner_v1.streamed import StreamedResultSet
 from google.protobuf import struct_pb2
 
-from partitions.changestream import schema
-from partitions.changestream.records import MOD_TYPES, VALUE_CAPTURE_TYPES
+from partitions.sources.spanner_change_stream import schema
+from partitions.sources.spanner_change_stream.records import MOD_TYPES, VALUE_CAPTURE_TYPES
 
 
 def _null() -> struct_pb2.Value:

@@ -16,14 +16,15 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from partitions import states
+from partitions.models import Partition
+from partitions.sources import kind_of
+from partitions.sources.base import Ended
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
-from . import lineage, states
+from . import lineage
 from .leases import lease_delta
-from .models import Partition
-from .sources import kind_of
-from .sources.base import Ended
 
 P = Partition.State
 
@@ -105,7 +106,7 @@ def mark_stream_healthy(stream_id: int) -> None:
         transition(
             stream,
             Stream.State.RUNNING,
-            by="partitions.tasks.read_partition_task",
+            by="partitions.pipeline.tasks.read_partition_task",
             reason="a retry succeeded",
             next_retry_at=None,
         )

@@ -1,7 +1,7 @@
 """How the pipeline asks for work later: a read of a partition, a start of a stream.
 
 Scheduling, the reading services and failure handling are handed a ``Queue``;
-``partitions.tasks`` hands them the Celery one, tests a recorder. So none of them
+``partitions.pipeline.tasks`` hands them the Celery one, tests a recorder. So none of them
 imports the task module that calls them.
 """
 

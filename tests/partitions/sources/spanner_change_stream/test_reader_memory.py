@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from partitions.changestream.reader import ChangeStreamReader, connect
-from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord
 from partitions.simulator.config import SimulatorConfig
 from partitions.simulator.server import start_server
+from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect
+from partitions.sources.spanner_change_stream.records import ChildPartitionsRecord, DataChangeRecord
 
 EPOCH = (datetime.now(UTC) - timedelta(minutes=40)).replace(second=0, microsecond=0)
 # One root that never splits within the test window: one long-running partition.

@@ -13,19 +13,18 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from partitions.models import Partition
+from partitions.sources.base import MalformedRecordError, SourceError
 from streams.models import Stream, StreamError
 from streams.transitions import TransitionNotAllowed, transition
 
 from . import leases, scheduling
-from .changestream.errors import ChangeRecordError, SpannerError
 from .checkpoint import count_failure
-from .models import Partition
 from .queue import Queue
-from .sources.base import MalformedRecordError, SourceError
 
 log = logging.getLogger(__name__)
 S = Stream.State
-BY = "partitions.tasks.read_partition_task"
+BY = "partitions.pipeline.tasks.read_partition_task"
 
 
 def backoff_seconds(failures: int) -> float:
@@ -34,7 +33,7 @@ def backoff_seconds(failures: int) -> float:
 
 
 # What a source (or its client) raised, as each kind's reader classifies it.
-SOURCE_ERRORS = (SpannerError, ChangeRecordError, SourceError)
+SOURCE_ERRORS = (SourceError,)
 
 
 def is_retryable(error: Exception) -> bool:
@@ -43,7 +42,7 @@ def is_retryable(error: Exception) -> bool:
 
 
 def _error_kind(error: Exception) -> str:
-    if isinstance(error, ChangeRecordError | MalformedRecordError):
+    if isinstance(error, MalformedRecordError):
         return StreamError.Kind.RECORD
     if is_retryable(error):
         return StreamError.Kind.RETRYABLE

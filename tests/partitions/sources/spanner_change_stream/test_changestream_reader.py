@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from partitions.changestream.errors import PermanentSpannerError
-from partitions.changestream.reader import ChangeStreamReader, connect, detect_dialect
-from partitions.changestream.records import ChildPartitionsRecord, DataChangeRecord
 from partitions.simulator.config import Fault
 from partitions.simulator.server import start_server
+from partitions.sources.spanner_change_stream.errors import PermanentSpannerError
+from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect, detect_dialect
+from partitions.sources.spanner_change_stream.records import ChildPartitionsRecord, DataChangeRecord
 
 WINDOW = timedelta(seconds=20)
 

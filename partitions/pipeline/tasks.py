@@ -13,10 +13,12 @@ import threading
 from celery import shared_task
 from django.db import OperationalError, transaction
 
+from partitions import stalls
+from partitions.models import Partition
 from streams.models import Stream
 
-from . import lag, scheduling, services, stalls, starting
-from .models import Partition
+from . import lag_samples as lag
+from . import scheduling, services, starting
 
 # A locked SQLite file or a dropped PostgreSQL connection: the same call may succeed later.
 TRANSIENT = (OperationalError,)
@@ -76,7 +78,7 @@ def drain_stream_task(self, stream_id: int) -> bool | None:
     stream = Stream.objects.filter(pk=stream_id).first()
     if stream is None:
         return None
-    return scheduling.maybe_finish_drain(stream, by="partitions.tasks.drain_stream_task")
+    return scheduling.maybe_finish_drain(stream, by="partitions.pipeline.tasks.drain_stream_task")
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)
@@ -104,7 +106,7 @@ def cleanup_lag_samples_task(self) -> dict:
 
 
 class CeleryQueue:
-    """The pipeline's Queue (partitions.queue): these tasks, sent once the transaction commits."""
+    """The pipeline's Queue (partitions.pipeline.queue): these tasks, sent once the transaction commits."""
 
     def read(self, partition_id: int, countdown: float = 0, urgent: bool = False) -> None:
         """Queue one read; a first read goes to "urgent", ahead of every other partition's next window."""

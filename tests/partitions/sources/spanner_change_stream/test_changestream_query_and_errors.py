@@ -8,13 +8,18 @@ import grpc
 import pytest
 from google.api_core import exceptions as api
 
-from partitions.changestream.errors import (
+from partitions.sources.spanner_change_stream.errors import (
     PermanentSpannerError,
     QueryValidationError,
     RetryableSpannerError,
 )
-from partitions.changestream.query import DIALECTS, build_query
-from partitions.changestream.reader import ChangeStreamReader, classify, connect, query_timeout
+from partitions.sources.spanner_change_stream.query import DIALECTS, build_query
+from partitions.sources.spanner_change_stream.reader import (
+    ChangeStreamReader,
+    classify,
+    connect,
+    query_timeout,
+)
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 BAD_NAMES = ['Changes"', "Chan'ges", "Chan ges", "Changes;DROP", "Changes--", "Changes/*", "1Changes", ""]

@@ -20,10 +20,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from partitions.models import LagSample, Partition
+from partitions.progress import horizon, partition_lag, progress
 from streams.models import Stream
-
-from .models import LagSample, Partition
-from .progress import horizon, partition_lag, progress
 
 # (samples older than this, are folded from resolution a into resolution b)
 TIERS = ((timedelta(hours=6), 10, 60), (timedelta(days=7), 60, 600))

@@ -1,0 +1,156 @@
+"""Write landing rows to the landing zone as Parquet files, durably.
+
+Each kind builds its rows (one per mod, in the envelope of ``partitions.sources.landing``);
+this writes them. A file is named
+after the partition, the watermark its records start from and the read attempt that
+wrote it: a late writer whose lease lapsed never replaces the file of the reader that
+took over, and the report job dedupes what a re-read lands twice. Writes go to a
+temporary file that is fsynced and renamed into place, so a reader never sees half a
+file. ``Segment`` lets a read at the live edge checkpoint every few seconds without a
+file per checkpoint: each checkpoint rewrites the read's current file whole, with the
+new records added, until it holds ``SEGMENT_ROWS`` rows. No Django here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from partitions.sources.landing import LANDING_SCHEMA
+
+
+def partition_hash(token: str) -> str:
+    """Return a short, stable, file-name-safe digest of a partition token."""
+    return hashlib.sha256(token.encode()).hexdigest()[:20]
+
+
+# A segment is rewritten whole at each checkpoint: past this many rows the next records
+# start a new file, so a busy live partition rewrites at most this much per checkpoint
+# (about 5 MB of Parquet, 50 ms) and a window still lands in few files.
+SEGMENT_ROWS = 20_000
+
+
+def window_path(stream_name: str, token: str, window_start: datetime, attempt: str = "") -> str:
+    """Return the file's path relative to the landing zone root (one per partition, start, attempt)."""
+    start = window_start.astimezone(UTC)
+    micros = int(start.timestamp()) * 1_000_000 + start.microsecond
+    suffix = f"-{attempt}" if attempt else ""
+    return f"stream={stream_name}/date={start:%Y-%m-%d}/{partition_hash(token)}-{micros}{suffix}.parquet"
+
+
+def attempt_name(owner: str) -> str:
+    """Return a short, file-name-safe name of a read attempt (a lease owner)."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:12]
+
+
+def resolve(uri: str) -> tuple[pafs.FileSystem | None, str]:
+    """Return (filesystem, root path); the filesystem is None for a local directory."""
+    if "://" not in uri or uri.startswith("file://"):
+        return None, uri.removeprefix("file://")
+    filesystem, root = pafs.FileSystem.from_uri(uri)
+    return filesystem, root
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_local(table: pa.Table, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Unique per writer, so two readers of the same window (a lost lease) never
+    # write into each other's temporary file; the last rename wins with equal content.
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            pq.write_table(table, handle, compression="zstd")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(target.parent)
+
+
+def _write_remote(table: pa.Table, filesystem: pafs.FileSystem, target: str) -> None:
+    # Object stores make a finished upload visible atomically; write then move where
+    # the filesystem supports it, so an interrupted upload never shows the final name.
+    filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+    tmp = f"{target}.{uuid.uuid4().hex[:8]}.tmp"
+    with filesystem.open_output_stream(tmp) as stream:
+        pq.write_table(table, stream, compression="zstd")
+    try:
+        filesystem.move(tmp, target)
+    except (NotImplementedError, OSError):
+        filesystem.copy_file(tmp, target)
+        filesystem.delete_file(tmp)
+
+
+def write_table(
+    landing_uri: str, stream_name: str, token: str, window_start: datetime, table: pa.Table, attempt: str = ""
+) -> str:
+    """Write landing rows durably (replacing a file of the same name) and return the file's path."""
+    filesystem, root = resolve(landing_uri)
+    relative = window_path(stream_name, token, window_start, attempt)
+    if filesystem is None:
+        target = Path(root) / relative
+        _write_local(table, target)
+        return str(target)
+    target = f"{root.rstrip('/')}/{relative}"
+    _write_remote(table, filesystem, target)
+    return target
+
+
+class Segment:
+    """The landing file of one read attempt that grows with each checkpoint.
+
+    ``land(table)`` adds a checkpoint's rows and rewrites the file with every row the
+    segment holds, durably, before it returns; the caller may then checkpoint a
+    watermark up to the newest of them. A full segment is closed and the next rows
+    start a new file named after the watermark they start from.
+    """
+
+    def __init__(self, landing_uri: str, stream_name: str, token: str, attempt: str):
+        self.landing_uri, self.stream_name = landing_uri, stream_name
+        self.token, self.attempt = token, attempt
+        self.files: list[str] = []
+        self._start: datetime | None = None
+        self._tables: list[pa.Table] = []
+
+    def land(self, start: datetime, table: pa.Table) -> str | None:
+        """Add rows (read from watermark ``start`` on) and rewrite the file; return its path."""
+        if table.num_rows == 0:
+            return None
+        if self._start is None:
+            self._start, self._tables = start, []
+        self._tables.append(table)
+        whole = pa.concat_tables(self._tables) if len(self._tables) > 1 else table
+        path = write_table(self.landing_uri, self.stream_name, self.token, self._start, whole, self.attempt)
+        if not self.files or self.files[-1] != path:
+            self.files.append(path)
+        if whole.num_rows >= SEGMENT_ROWS:
+            self._start, self._tables = None, []
+        return path
+
+
+def read_landing(landing_uri: str, stream_name: str | None = None) -> pa.Table:
+    """Return every landed row (of one stream, or all) as one table; for tests and tools."""
+    filesystem, root = resolve(landing_uri)
+    base = f"{root.rstrip('/')}/stream={stream_name}" if stream_name else root
+    if filesystem is None and not Path(base).exists():
+        return LANDING_SCHEMA.empty_table()
+    selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
+    fs_ = filesystem or pafs.LocalFileSystem()
+    paths = sorted(info.path for info in fs_.get_file_info(selector) if info.path.endswith(".parquet"))
+    tables = [pq.read_table(path, filesystem=fs_, schema=LANDING_SCHEMA) for path in paths]
+    return pa.concat_tables(tables) if tables else LANDING_SCHEMA.empty_table()
