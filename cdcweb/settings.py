@@ -214,7 +214,7 @@ CACHES = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "cdcweb API",
-    "DESCRIPTION": "Run and watch change-data-capture streams read from Spanner change streams.",
+    "DESCRIPTION": "Run and watch change-data-capture streams from Google's databases.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema and its docs pages are for logged-in users (the pages log in through the form).

@@ -29,6 +29,8 @@ Decisions:
   stream starting at that end instead. A paused stream uses no worker, which is
   what a finished one should look like.
 - A move to the same state is refused: it would hide a double click or a race.
+- A stream whose kind cannot run (streams/kinds.py: unknown, or not available yet) never
+  moves to STARTING or RUNNING, whoever asks (admin, API, CLI, the pipeline's retries).
 - DRAINING cannot be resumed directly: readers are still closing their windows;
   resume once it is PAUSED (usually within one window).
 - STARTING cannot be paused: the start task is finding the root partitions.
@@ -44,6 +46,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from . import kinds
 from .models import Stream, StreamTransition
 
 S = Stream.State
@@ -89,6 +92,13 @@ def allowed_moves(state: str) -> dict[str, str]:
 
 def check_move(stream: Stream, current: str, to_state: str, action: str | None = None) -> None:
     """Raise TransitionNotAllowed unless `current -> to_state` (labelled `action`) is allowed."""
+    refused = kinds.refusal(stream.source_kind) if to_state in (S.STARTING, S.RUNNING) else ""
+    if refused:
+        raise TransitionNotAllowed(
+            f"cannot {action or 'start'} stream '{stream.name}': {refused}",
+            current=current,
+            to_state=to_state,
+        )
     label = ALLOWED_MOVES.get((current, to_state))
     if action is not None and label != action:
         froms = ", ".join(allowed_from(action)) or "no state"

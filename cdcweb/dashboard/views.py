@@ -88,9 +88,8 @@ def _annotations(stream: Stream) -> list[dict]:
 def _source_context(stream: Stream) -> dict:
     """Return what the page says of the stream's source: its kind, settings, notes and advice."""
     kind = KINDS[stream.source_kind]
-    advise = getattr(kind, "advice", None)
     try:
-        advice = advise(stream.connection) if advise else None
+        advice = kind.advice(stream.connection)
     except (KeyError, ValueError):
         advice = None  # settings stored before a check existed: show the page without advice
     return {

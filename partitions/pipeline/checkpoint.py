@@ -18,12 +18,11 @@ from django.utils import timezone
 
 from partitions import states
 from partitions.models import Partition
-from partitions.sources import kind_of
 from partitions.sources.base import Ended
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
-from . import lineage
+from . import lineage, readers
 from .leases import lease_delta
 
 P = Partition.State
@@ -63,7 +62,7 @@ def _apply(locked: Partition, progress: Progress, now: datetime, keep_lease: boo
     locked.heartbeats += progress.heartbeats
     if progress.finish_at is not None:
         if progress.ended is not None:
-            lineage.store_children(locked, progress.ended, kind_of(locked.stream.source_kind))
+            lineage.store_children(locked, progress.ended, readers.read_kind(locked.stream))
         states.check(locked.state, P.FINISHED)
         locked.state, locked.end_at, locked.finished_at = P.FINISHED, progress.finish_at, now
         locked.watermark = max(locked.watermark, progress.finish_at)

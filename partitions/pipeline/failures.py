@@ -14,11 +14,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from partitions.models import Partition
-from partitions.sources.base import MalformedRecordError, SourceError
+from partitions.sources.base import MalformedRecordError, PermanentSourceError, SourceError
 from streams.models import Stream, StreamError
 from streams.transitions import TransitionNotAllowed, transition
 
-from . import leases, scheduling
+from . import leases, readers, scheduling
 from .checkpoint import count_failure
 from .queue import Queue
 
@@ -32,13 +32,9 @@ def backoff_seconds(failures: int) -> float:
     return float(min(2 ** max(failures - 1, 0), settings.CDC_RETRY_BACKOFF_MAX))
 
 
-# What a source (or its client) raised, as each kind's reader classifies it.
-SOURCE_ERRORS = (SourceError,)
-
-
 def is_retryable(error: Exception) -> bool:
     """Return whether retrying the same read may succeed (a transient source error)."""
-    return isinstance(error, SOURCE_ERRORS) and getattr(error, "retryable", False)
+    return isinstance(error, SourceError) and error.retryable
 
 
 def _error_kind(error: Exception) -> str:
@@ -46,7 +42,7 @@ def _error_kind(error: Exception) -> str:
         return StreamError.Kind.RECORD
     if is_retryable(error):
         return StreamError.Kind.RETRYABLE
-    if isinstance(error, SOURCE_ERRORS):
+    if isinstance(error, SourceError):
         return StreamError.Kind.PERMANENT
     if isinstance(error, OSError):
         return StreamError.Kind.LANDING  # the landing zone refused a write (full, unwritable)
@@ -59,7 +55,7 @@ def record_error(stream: Stream, partition: Partition | None, error: Exception, 
         stream=stream,
         partition_token=partition.token if partition is not None else "",
         kind=_error_kind(error),
-        code=getattr(error, "code", "") or type(error).__name__,
+        code=(error.code if isinstance(error, SourceError) else "") or type(error).__name__,
         message=str(error),
         attempt=attempt,
     )
@@ -77,6 +73,20 @@ def fail_permanently(stream: Stream, partition: Partition | None, error: Excepti
     where = f" in partition {partition.token}" if partition is not None else ""
     stream.refresh_from_db(fields=["state"])
     _move(stream, S.FAILED_PERMANENTLY, f"{_error_kind(error)} error{where}: {error}")
+
+
+def stop_if_refused(stream: Stream) -> bool:
+    """Stop a stream whose kind may not run (unknown, or not available yet), saying why; return if so.
+
+    The state machine refuses such a stream every move to STARTING or RUNNING, but a row
+    made through the ORM or a fixture can be in one already: it shows FAILED_PERMANENTLY
+    with the reason instead of waiting in STARTING (or RUNNING) for reads that never come.
+    """
+    reason = readers.refusal(stream)
+    if not reason or stream.state not in (S.STARTING, S.RUNNING, S.FAILED, S.DRAINING):
+        return bool(reason)
+    fail_permanently(stream, None, PermanentSourceError(reason, code="KIND_NOT_AVAILABLE"))
+    return True
 
 
 def fail_retryably(stream: Stream, partition: Partition | None, error: Exception) -> float:

@@ -11,7 +11,7 @@ Two rules decide when a child is stored:
   parent exists here: a parent not stored yet (its own parent has not finished) will
   announce the same child when it finishes. Storing it earlier would let the
   parent-wait rule see one finished parent and schedule the child too soon.
-- The kind picks the token (``SourceKind.place_child``): a change stream's token is its
+- The kind picks the token (``ReadKind.place_child``): a change stream's token is its
   own; a Bigtable row range that comes back after it finished is a new generation.
 """
 
@@ -21,18 +21,19 @@ from django.db.models import Q
 
 from partitions import states
 from partitions.models import Partition, PartitionEdge
-from partitions.sources.base import Ended, NewPartition, SourceKind
+from partitions.sources.base import Ended, NewPartition
+from partitions.sources.kinds import ReadKind
 
 P = Partition.State
 
 
-def store_children(parent: Partition, ended: Ended, kind: SourceKind) -> None:
+def store_children(parent: Partition, ended: Ended, kind: ReadKind) -> None:
     """Insert each announced child (or add to the stored one), with its edges from its parents."""
     for child in ended.children:
         _store(parent, child, kind)
 
 
-def _store(parent: Partition, child: NewPartition, kind: SourceKind) -> None:
+def _store(parent: Partition, child: NewPartition, kind: ReadKind) -> None:
     stream_id = parent.stream_id
     named = {*child.parents, parent.token}
     parents = dict(Partition.objects.filter(stream_id=stream_id, token__in=named).values_list("token", "pk"))
@@ -53,7 +54,7 @@ def _store(parent: Partition, child: NewPartition, kind: SourceKind) -> None:
     PartitionEdge.objects.bulk_create(edges, ignore_conflicts=True)
 
 
-def _join(stream_id: int, token: str, child: NewPartition, kind: SourceKind) -> Partition:
+def _join(stream_id: int, token: str, child: NewPartition, kind: ReadKind) -> Partition:
     """Return the stored child with this parent's part of its cursor and start added (row locked)."""
     row = Partition.objects.select_for_update(no_key=True, of=("self",)).get(stream_id=stream_id, token=token)
     cursor = kind.merge_cursor(row.cursor, child.cursor)

@@ -11,8 +11,9 @@ import json
 import threading
 
 from partitions.models import Partition
-from partitions.sources import kind_of
-from partitions.sources.base import PartitionState, ReadOptions, Source
+from partitions.sources import KINDS
+from partitions.sources.base import PartitionState, PermanentSourceError, ReadOptions, Source
+from partitions.sources.kinds import ReadKind
 from streams.models import Stream
 
 _lock = threading.Lock()
@@ -23,13 +24,36 @@ def _key(stream: Stream) -> tuple[str, str]:
     return stream.source_kind, json.dumps(stream.connection, sort_keys=True, default=str)
 
 
+def refusal(stream: Stream) -> str:
+    """Return why no stream of this kind may run (unknown, or not available yet); "" when it may."""
+    kind = KINDS.get(stream.source_kind)
+    if kind is None:
+        return f"unknown source kind {stream.source_kind!r}: use one of {', '.join(KINDS)}"
+    return kind.unavailable
+
+
+def read_kind(stream: Stream) -> ReadKind:
+    """Return the stream's kind, or raise PermanentSourceError if cdcweb cannot read it (saying why)."""
+    reason = refusal(stream)
+    kind = KINDS.get(stream.source_kind)
+    if not reason and isinstance(kind, ReadKind):
+        return kind
+    reason = reason or f"cdcweb watches streams of kind {stream.source_kind}; it does not read them"
+    raise PermanentSourceError(reason, code="KIND_NOT_READABLE")
+
+
+def reads(stream: Stream) -> bool:
+    """Return whether cdcweb's workers read the stream (its kind is a ReadKind)."""
+    return isinstance(KINDS.get(stream.source_kind), ReadKind)
+
+
 def source_for(stream: Stream) -> Source:
     """Return the process-wide Source of the stream's kind and settings."""
     key = _key(stream)
     with _lock:
         source = _sources.get(key)
         if source is None:
-            source = kind_of(stream.source_kind).connect(stream.connection)
+            source = read_kind(stream).connect(stream.connection)
             _sources[key] = source
         return source
 

@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from partitions import states
 from partitions.models import Partition, PartitionEdge
-from partitions.sources import kind_of
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
@@ -75,7 +74,7 @@ def schedule_ready(stream_id: int, queue: Queue, candidates=None) -> int:
         locked = list(_lock_skipping(ready))
         if not locked:
             return 0
-        kind = kind_of(locked[0].stream.source_kind)
+        kind = readers.read_kind(locked[0].stream)
         won = [p.pk for p in locked if kind.child_ready(readers.state_of(p), parents_finished=True)]
         states.move(Partition.objects.filter(pk__in=won), P.SCHEDULED, scheduled_at=now)
         reserve_and_enqueue(won, queue, urgent=True)

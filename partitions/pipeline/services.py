@@ -19,10 +19,11 @@ import logging
 import uuid
 
 from partitions.models import Partition
+from partitions.sources.base import SourceError
 from streams.models import Stream
 
 from . import leases, scheduling
-from .failures import SOURCE_ERRORS, handle_read_error, handle_unexpected_error
+from .failures import handle_read_error, handle_unexpected_error
 from .queue import Queue
 from .window import Outcome, log_lease, read_window, stream_reads_on
 
@@ -46,7 +47,7 @@ def read_next_window(partition: Partition, queue: Queue, worker: str | None = No
     stream = Stream.objects.get(pk=partition.stream_id)
     try:
         outcome = read_window(stream, partition, owner)
-    except SOURCE_ERRORS as error:
+    except SourceError as error:
         log_lease("end", partition.pk, owner)
         handle_read_error(stream, partition, owner, error, queue)
         return "error"

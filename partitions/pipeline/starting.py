@@ -75,6 +75,7 @@ def start_stream(stream: Stream, queue: Queue) -> str:
     if stream.state != S.STARTING:
         return f"not starting: stream is {stream.state}"
     try:
+        readers.read_kind(stream)  # a kind cdcweb cannot read fails here, saying why
         _begin(stream)
     except SourceError as error:
         return _start_failed(stream, error, queue)
@@ -90,9 +91,9 @@ def start_stream(stream: Stream, queue: Queue) -> str:
     return f"running: {counts}"
 
 
-def _start_failed(stream: Stream, error: Exception, queue: Queue) -> str:
+def _start_failed(stream: Stream, error: SourceError, queue: Queue) -> str:
     log.warning("starting %s failed: %s", stream.name, error)
-    if getattr(error, "retryable", False):
+    if error.retryable:
         delay = fail_retryably(stream, None, error)
         stream.refresh_from_db(fields=["state"])
         if stream.state == S.STARTING:

@@ -17,8 +17,8 @@ from partitions import stalls
 from partitions.models import Partition
 from streams.models import Stream
 
+from . import failures, readers, scheduling, services, starting
 from . import lag_samples as lag
-from . import scheduling, services, starting
 
 # A locked SQLite file or a dropped PostgreSQL connection: the same call may succeed later.
 TRANSIENT = (OperationalError,)
@@ -69,7 +69,11 @@ def schedule_partitions_task(self, stream_id: int | None = None) -> dict | str |
 
 
 def _schedule(streams) -> dict:
-    return {stream.name: scheduling.schedule_partitions(stream, QUEUE) for stream in streams}
+    return {
+        stream.name: scheduling.schedule_partitions(stream, QUEUE)
+        for stream in streams
+        if readers.reads(stream) and not failures.stop_if_refused(stream)
+    }
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)

@@ -24,7 +24,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from partitions.models import Partition
-from partitions.sources import kind_of
 from partitions.sources.base import PROGRESS, Ended, Source
 from streams.models import Stream
 
@@ -61,7 +60,7 @@ def log_lease(event: str, partition_id: int, owner: str, expires: datetime | Non
 
 def window_end(partition: Partition, stream: Stream) -> datetime | None:
     """Return where the partition's next read ends: its window's end, or the stream's end for a poll."""
-    if not kind_of(stream.source_kind).windows:
+    if not readers.read_kind(stream).windows:
         return stream.end_at
     end = partition.watermark + timedelta(seconds=stream.window_seconds)
     return min(end, stream.end_at) if stream.end_at else end
@@ -149,7 +148,7 @@ def _read_all(w: Window) -> tuple[Partition | None, bool]:
 def _settle(w: Window, progress: Progress) -> None:
     """Set where the read left the partition once it is over: ended, at the end, or short of it."""
     progress.watermark = max(progress.watermark, w.read.watermark)
-    windows, stream_end, end = kind_of(w.stream.source_kind).windows, w.stream.end_at, w.end
+    windows, stream_end, end = readers.read_kind(w.stream).windows, w.stream.end_at, w.end
     if progress.ended is not None:
         progress.finish_at = progress.ended.at
     elif windows and stream_end is not None and end >= stream_end:

@@ -1,22 +1,26 @@
 """The kinds of source cdcweb reads or watches, by the name a Stream stores in ``source_kind``.
 
-Pure Python, no Django: each kind is a package beside this one (its settings, its
-reader, its landing rows); the pipeline, pages, API and CLI find them here.
+Pure Python, no Django: each kind is a package beside this one (its settings, its reader
+or watcher, its landing rows, errors, cost model); ``KINDS`` is the one list of them. The
+model's choices, the API and its schema, the create form, the admin and the CLI all
+derive theirs from it, so a new kind is one folder and one ``register`` line here.
 """
 
 from __future__ import annotations
 
-from partitions.sources.bigtable.kind import KIND as BIGTABLE
-from partitions.sources.datastream.kind import KIND as DATASTREAM
-from partitions.sources.spanner_change_stream.kind import KIND as SPANNER_CHANGE_STREAM
-from partitions.sources.spanner_commit_timestamp.kind import KIND as SPANNER_COMMIT_TIMESTAMP
+from importlib import import_module
 
-from .base import SourceKind
+from .kinds import ReadKind, SourceKind, WatchedKind
 
-KINDS: dict[str, SourceKind] = {
-    kind.name: kind for kind in (SPANNER_CHANGE_STREAM, SPANNER_COMMIT_TIMESTAMP, BIGTABLE, DATASTREAM)
-}
-DEFAULT_KIND = SPANNER_CHANGE_STREAM.name
+KINDS: dict[str, SourceKind] = {}
+
+
+def register(kind: SourceKind) -> SourceKind:
+    """Add a kind to KINDS (the first registered is the default); return it."""
+    if not isinstance(kind, ReadKind | WatchedKind):
+        raise TypeError(f"{kind!r} is neither a ReadKind nor a WatchedKind")
+    KINDS[kind.name] = kind
+    return kind
 
 
 def kind_of(name: str) -> SourceKind:
@@ -25,3 +29,10 @@ def kind_of(name: str) -> SourceKind:
         return KINDS[name]
     except KeyError:
         raise KeyError(f"unknown source kind {name!r}: use one of {', '.join(KINDS)}") from None
+
+
+# One folder each, with a kind.py that defines KIND: adding a kind adds its folder's name here.
+FOLDERS = ("spanner_change_stream", "spanner_commit_timestamp", "bigtable", "datastream")
+for _folder in FOLDERS:
+    register(import_module(f"{__name__}.{_folder}.kind").KIND)
+DEFAULT_KIND = next(iter(KINDS))

@@ -1,4 +1,4 @@
-"""The source-kind contract: what the pipeline asks of every kind of source (DESIGN §11).
+"""The read contract: what the pipeline asks of a kind it reads (DESIGN §11; kinds.py has the kinds).
 
 Pure Python, no Django: a kind's reader package (``partitions/sources/<kind>/``) builds
 on these types, and the pipeline (leases, checkpoints, landing, lineage, lag, stall
@@ -47,7 +47,7 @@ class NewPartition:
 
     ``parents`` lists the tokens the child must wait for when the source names them
     (Spanner); a source that does not (Bigtable) leaves it empty and decides readiness
-    from the merged ``cursor`` with ``SourceKind.child_ready``. ``cursor`` is this
+    from the merged ``cursor`` with ``ReadKind.child_ready`` (kinds.py). ``cursor`` is this
     parent's contribution to the child's starting state (Bigtable continuation tokens);
     ``label`` is how pages show the partition (a key range, a shard).
     """
@@ -164,67 +164,3 @@ class Source(Protocol):
 
     def next_read_delay(self, read: PartitionRead) -> float:
         """Return how long to wait before reading the partition again (0: at once; a poller's interval)."""
-
-
-class SourceKind(Protocol):
-    """One kind of source: its name, its settings and how to connect to it."""
-
-    name: str  # the Stream.source_kind value, e.g. "bigtable"
-    label: str  # e.g. "Bigtable change stream"
-    read_method: str  # the landing envelope's read_method, e.g. "bigtable-change-stream"
-    settings: tuple[Setting, ...]
-    reads: bool  # True: cdcweb's workers read it; False: cdcweb watches and operates it (Datastream)
-    lineage: bool  # True: partitions split and merge; False: fixed partitions (shards, objects)
-    windows: bool  # True: a read covers one window of stream time; False: one poll up to the stream's end
-    unavailable: str  # why streams of this kind cannot be created yet ("" when they can)
-
-    def clean(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Return the settings cleaned (types, defaults), or raise SettingsError naming each bad one."""
-
-    def connect(self, values: dict[str, Any]) -> Source:
-        """Return a Source for cleaned settings (endpoints from the environment where the client's own).
-
-        A kind that does not read (``reads`` False) returns its own handle to watch and
-        operate the source instead.
-        """
-
-    def describe(self, values: dict[str, Any]) -> str:
-        """Return one line naming the source for cleaned settings, as pages show it."""
-
-    def notes(self, values: dict[str, Any]) -> list[str]:
-        """Return what a user of this kind must know, in plain sentences (the stream page shows them)."""
-
-    def merge_cursor(self, stored: dict[str, Any], contribution: dict[str, Any]) -> dict[str, Any]:
-        """Return a child's cursor once one more parent handed over its part (Bigtable tokens)."""
-
-    def child_ready(self, child: PartitionState, parents_finished: bool) -> bool:
-        """Return whether the child may be read now (Spanner: every named parent FINISHED)."""
-
-    def place_child(self, child: NewPartition, known: dict[str, dict[str, Any]]) -> tuple[str, bool]:
-        """Return (token to store the child under, whether it joins the stored partition of that token).
-
-        ``known`` maps the stored partitions that may be this child (same token, or an
-        earlier generation of the same key range) to their cursors. A change stream's
-        tokens are unique: the child is its own token. A Bigtable range can come back
-        after it finished, and then needs a new generation's token.
-        """
-
-
-class OwnTokens:
-    """The lineage rules of a kind whose children come with tokens of their own (Spanner).
-
-    A child is stored under its own token, has no cursor to gather, and may be read once
-    every parent it names has finished. A kind with fixed partitions has no children at all.
-    """
-
-    def merge_cursor(self, stored: dict[str, Any], contribution: dict[str, Any]) -> dict[str, Any]:
-        """Return the stored cursor: a child resumes from its watermark alone."""
-        return dict(stored)
-
-    def child_ready(self, child: PartitionState, parents_finished: bool) -> bool:
-        """Return whether every parent the child's records named has finished."""
-        return parents_finished
-
-    def place_child(self, child: NewPartition, known: dict[str, dict[str, Any]]) -> tuple[str, bool]:
-        """Return the child's own token (unique in a stream), and whether it is stored already."""
-        return child.token, child.token in known

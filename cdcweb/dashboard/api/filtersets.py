@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import django_filters
 
+from streams import kinds
 from streams.models import Stream, StreamError
 
 
@@ -12,7 +13,7 @@ class StreamFilterSet(django_filters.FilterSet):
 
     state = django_filters.MultipleChoiceFilter(choices=Stream.State.choices)
     name = django_filters.CharFilter(lookup_expr="icontains")
-    source_kind = django_filters.MultipleChoiceFilter(choices=Stream.SourceKind.choices)
+    source_kind = django_filters.MultipleChoiceFilter(choices=kinds.choices)
     dialect = django_filters.ChoiceFilter(
         field_name="connection__dialect", choices=[("googlesql", "GoogleSQL"), ("postgresql", "PostgreSQL")]
     )

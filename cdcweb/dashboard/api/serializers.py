@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
 from django.utils import timezone
@@ -11,6 +12,7 @@ from rest_framework import serializers
 from cdcweb.dashboard.kinds import SettingsError, api_field, clean_settings, frozen_changes
 from partitions.progress import StreamProgress, progress_of
 from partitions.sources import DEFAULT_KIND, KINDS
+from streams import kinds
 from streams.actions import RECOVERY_STRATEGIES
 from streams.api.fields import StrictDateTimeField
 from streams.models import Stream, StreamError, StreamTransition
@@ -36,13 +38,13 @@ FROZEN_FIELDS = ("start_at",)
 class StreamSerializer(serializers.ModelSerializer):
     """A stream: its kind and that kind's settings, its window, its state and progress.
 
-    Each kind has a subclass (KIND_SERIALIZERS) with the kind's connection settings as
+    Each kind has a subclass (kind_serializer) with the kind's connection settings as
     fields of their own, kept in Stream.connection and checked by the kind's clean();
     this base class represents any stream through its kind's subclass.
     """
 
     kind = None  # the subclass's SourceKind
-    source_kind = serializers.ChoiceField(choices=list(KINDS), default=DEFAULT_KIND)
+    source_kind = serializers.ChoiceField(choices=kinds.CHOICES, default=DEFAULT_KIND)
     start_at = StrictDateTimeField(required=False)
     end_at = StrictDateTimeField(required=False, allow_null=True)
     low_watermark = serializers.SerializerMethodField()
@@ -59,7 +61,7 @@ class StreamSerializer(serializers.ModelSerializer):
     def to_representation(self, instance: Stream) -> dict:
         """Represent the stream by its kind's fields, reading its progress if the view did not."""
         if self.kind is None:
-            return KIND_SERIALIZERS[instance.source_kind](instance, context=self.context).data
+            return kind_serializer(instance.source_kind)(instance, context=self.context).data
         if not hasattr(instance, "progress"):
             attach_progress([instance])
         return super().to_representation(instance)
@@ -123,6 +125,7 @@ class StreamSerializer(serializers.ModelSerializer):
         return attrs
 
 
+@functools.cache
 def _kind_serializer(kind) -> type[StreamSerializer]:
     """Return the stream serializer of one kind: the common fields and the kind's settings."""
     names = tuple(s.name for s in kind.settings)
@@ -135,7 +138,14 @@ def _kind_serializer(kind) -> type[StreamSerializer]:
     return type(f"{name}StreamSerializer", (StreamSerializer,), attrs)
 
 
-KIND_SERIALIZERS: dict[str, type[StreamSerializer]] = {name: _kind_serializer(k) for name, k in KINDS.items()}
+def kind_serializer(name: str) -> type[StreamSerializer]:
+    """Return the stream serializer of the kind named `name` (KeyError for an unknown kind)."""
+    return _kind_serializer(KINDS[name])
+
+
+def kind_serializers() -> dict[str, type[StreamSerializer]]:
+    """Return every registered kind's stream serializer, by kind name (made once per kind)."""
+    return {name: _kind_serializer(kind) for name, kind in KINDS.items()}
 
 
 class ActionSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.shortcuts import get_object_or_404
+from drf_spectacular.serializers import PolymorphicProxySerializerExtension
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -35,7 +36,6 @@ from streams.transitions import TransitionNotAllowed
 
 from .filtersets import StreamErrorFilterSet, StreamFilterSet
 from .serializers import (
-    KIND_SERIALIZERS,
     ActionSerializer,
     ConflictSerializer,
     RecoverSerializer,
@@ -43,13 +43,34 @@ from .serializers import (
     StreamSerializer,
     StreamTransitionSerializer,
     attach_progress,
+    kind_serializer,
+    kind_serializers,
 )
 
-# Every kind's stream, one schema each, told apart by source_kind.
-ANY_STREAM = PolymorphicProxySerializer(
-    component_name="AnyStream",
-    serializers=KIND_SERIALIZERS,
-    resource_type_field_name="source_kind",
+
+class AnyStreamSerializer(PolymorphicProxySerializer):
+    """Every kind's stream, one schema each, told apart by source_kind: the kinds registered now.
+
+    drf-spectacular keeps what a callable gave the first time; this asks KINDS at every schema.
+    """
+
+    @property
+    def serializers(self):
+        return kind_serializers()
+
+    @serializers.setter
+    def serializers(self, value) -> None:
+        pass  # always the registered kinds' (above)
+
+
+class AnyStreamSerializerExtension(PolymorphicProxySerializerExtension):
+    """Map AnyStreamSerializer as drf-spectacular maps its base (extensions match exact classes)."""
+
+    target_class = AnyStreamSerializer
+
+
+ANY_STREAM = AnyStreamSerializer(
+    component_name="AnyStream", serializers=[], resource_type_field_name="source_kind"
 )
 ACTION_RESPONSES = {
     200: ANY_STREAM,
@@ -128,10 +149,12 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
             data = self.request.data
             asked = data.get("source_kind", DEFAULT_KIND) if hasattr(data, "get") else DEFAULT_KIND
             return (
-                KIND_SERIALIZERS.get(asked, StreamSerializer) if isinstance(asked, str) else StreamSerializer
+                kind_serializers().get(asked, StreamSerializer)
+                if isinstance(asked, str)
+                else StreamSerializer
             )
         if self.action in ("update", "partial_update"):
-            return KIND_SERIALIZERS[self.get_object().source_kind]
+            return kind_serializer(self.get_object().source_kind)
         return StreamSerializer
 
     def paginate_queryset(self, queryset):

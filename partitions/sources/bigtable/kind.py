@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from partitions.sources.base import NewPartition, PartitionState, ReadOptions, Setting, SettingsError
+from partitions.sources.kinds import ReadKind
 
 from . import cursor as cursors
 from .client import data_client, emulator_host, table_path
@@ -45,13 +46,12 @@ _RULES = {
 }
 
 
-class BigtableKind:
+class BigtableKind(ReadKind):
     """Bigtable change streams: row-range partitions that split and merge, read by cdcweb's workers."""
 
     name = "bigtable"
     label = "Bigtable change stream"
     read_method = READ_METHOD
-    reads = True
     lineage = True
     windows = True  # a read covers [watermark, watermark + window], continued from its tokens
     # The reader and the simulator are done and tested on their own; reading through the

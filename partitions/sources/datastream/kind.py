@@ -1,10 +1,9 @@
 """The Datastream source kind: its settings, how they are checked, and a handle on one stream.
 
-cdcweb does not read a Datastream stream's data (``reads = False``); it watches the stream
+A watched kind: cdcweb does not read a Datastream stream's data; it watches the stream
 and operates it through the Datastream API and Cloud Monitoring. Its objects (tables) are
-fixed, not a lineage of partitions (``lineage = False``). So ``connect`` returns a
-``StreamHandle`` (one stream, on the process's shared DatastreamApi) rather than a
-``Source`` with roots and reads.
+fixed, not a lineage of partitions. So ``connect`` returns a ``StreamHandle`` (one stream,
+on the process's shared DatastreamApi) rather than a ``Source`` with roots and reads.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from partitions.sources.base import Setting, SettingsError
+from partitions.sources.kinds import WatchedKind
 
 from . import operations
 from .client import DatastreamApi, shared_api
@@ -54,16 +54,12 @@ SETTINGS = (
 )
 
 
-class DatastreamKind:
+class DatastreamKind(WatchedKind):
     """Datastream streams, watched and operated through their API."""
 
     name = "datastream"
     label = "Datastream stream"
-    read_method = ""  # cdcweb lands nothing of a Datastream stream: no landing envelope
     settings = SETTINGS
-    reads = False
-    lineage = False
-    windows = False
     # The client and the simulator are done; watching streams from beat (states, errors,
     # objects, metrics) and operating them are not yet, so no stream may use it.
     unavailable = (

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from partitions.sources import spanner_settings as common
-from partitions.sources.base import OwnTokens, Setting
+from partitions.sources.base import Setting
+from partitions.sources.kinds import OwnTokens, ReadKind
 
 from .landing import READ_METHOD
 from .query import validate_stream_name
@@ -27,17 +28,15 @@ def _change_stream(value: Any) -> str:
         raise ValueError(str(error)) from None
 
 
-class SpannerChangeStreamKind(OwnTokens):
+class SpannerChangeStreamKind(OwnTokens, ReadKind):
     """Spanner change streams: partitions that split and merge, read window by window."""
 
     name = "spanner_change_stream"
     label = "Spanner change stream"
     read_method = READ_METHOD
     settings = SETTINGS
-    reads = True
     lineage = True
     windows = True  # a read covers [watermark, watermark + window]; the next one starts at once
-    unavailable = ""
 
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
         """Return the settings cleaned, or raise SettingsError naming each bad one."""
@@ -58,10 +57,6 @@ class SpannerChangeStreamKind(OwnTokens):
         dialect = DIALECT_NAMES.get(values.get("dialect", ""), "")
         where = f"{values.get('project')}/{values.get('instance')}/{values.get('database')}"
         return f"{where}: change stream {values.get('change_stream')}{dialect}"
-
-    def notes(self, values: dict[str, Any]) -> list[str]:
-        """Return nothing to add: a change stream delivers every change, deletes included."""
-        return []
 
 
 KIND = SpannerChangeStreamKind()

@@ -15,24 +15,14 @@ the advice says so, so that they are checked before being run.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from partitions.sources.kinds import Advice
 from partitions.sources.spanner_change_stream.query import GOOGLESQL, POSTGRESQL
 
 from .query import quote
 from .settings import check_identifier
 
 DEFAULT_MODULUS = 19  # seed 004's figure: at least as many values as the instance has servers
-
-
-@dataclass(frozen=True)
-class Advice:
-    """Statements to run, hotspot warnings, notes, and the stream settings that go with them."""
-
-    statements: tuple[str, ...]
-    warnings: tuple[str, ...]
-    notes: tuple[str, ...]
-    settings: dict[str, str]
 
 
 def advise(

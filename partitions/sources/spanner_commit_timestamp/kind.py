@@ -4,27 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from partitions.sources.base import OwnTokens
+from partitions.sources.kinds import Advice, OwnTokens, ReadKind
 from partitions.sources.spanner_change_stream.query import GOOGLESQL
 from partitions.sources.spanner_change_stream.reader import connect
 
 from . import settings as settings_module
-from .advisor import Advice, advise
+from .advisor import advise
 from .landing import READ_METHOD
 from .source import CommitTimestampSource
 
 
-class SpannerCommitTimestampKind(OwnTokens):
+class SpannerCommitTimestampKind(OwnTokens, ReadKind):
     """Spanner tables polled by commit timestamp, as Spanner Change Watcher does (fixed shards)."""
 
     name = "spanner_commit_timestamp"
     label = "Spanner table (commit timestamp)"
     read_method = READ_METHOD
     settings = settings_module.SETTINGS
-    reads = True
     lineage = False
     windows = False  # a read is one poll up to the stream's end; the next waits a poll interval
-    unavailable = ""
 
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
         """Return the settings cleaned (types, defaults), or raise SettingsError naming each bad one."""

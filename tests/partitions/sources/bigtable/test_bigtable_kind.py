@@ -9,6 +9,7 @@ from bigtable_support import OPTIONS
 
 from partitions.sources.base import SettingsError
 from partitions.sources.bigtable.kind import KIND
+from partitions.sources.kinds import ReadKind
 
 GOOD = {"project": "my-project", "instance": "my-instance", "table": "events", "app_profile": "cdc"}
 
@@ -19,7 +20,7 @@ def test_the_kind_describes_itself():
         "Bigtable change stream",
         "bigtable-change-stream",
     )
-    assert KIND.reads
+    assert isinstance(KIND, ReadKind)
     assert KIND.lineage
     assert [(s.name, s.type, s.required, s.cli) for s in KIND.settings] == [
         ("project", "str", True, "--project"),

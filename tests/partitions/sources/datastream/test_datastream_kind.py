@@ -7,16 +7,17 @@ import pytest
 from partitions.sources.base import SettingsError
 from partitions.sources.datastream.client import DATASTREAM_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
 from partitions.sources.datastream.kind import KIND
+from partitions.sources.kinds import ReadKind, WatchedKind
 
 GOOD = {"project": "demo-project", "location": "us-central1", "stream_id": "stream-001"}
 
 
 def test_kind_watches_and_operates_instead_of_reading():
     # given the Datastream kind
-    # then cdcweb does not read it and it has no partition lineage
+    # then cdcweb watches it rather than reading it
     assert (KIND.name, KIND.label) == ("datastream", "Datastream stream")
-    assert KIND.reads is False
-    assert KIND.lineage is False
+    assert isinstance(KIND, WatchedKind)
+    assert not isinstance(KIND, ReadKind)
     # and its settings are the stream's coordinates plus an editable log retention
     by_name = {s.name: s for s in KIND.settings}
     assert [s.cli for s in KIND.settings[:3]] == ["--project", "--location", "--stream-id"]

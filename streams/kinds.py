@@ -1,0 +1,52 @@
+"""The kinds of source a Stream may have, as streams sees them: a name, a label, and whether it may run.
+
+streams knows nothing of partitions, where the kinds are (partitions/sources/KINDS): the
+partitions app hands that registry over when Django is ready (partitions/apps.py), and
+this module reads it live. The model's choices and the actions' refusals come from here,
+so a new kind needs no migration and no change here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+
+class Kind(Protocol):
+    """What streams needs of a kind."""
+
+    name: str
+    label: str
+    unavailable: str  # why streams of this kind cannot run ("" when they can)
+
+
+_KINDS: Mapping[str, Kind] = {}
+
+
+def use(kinds: Mapping[str, Kind]) -> None:
+    """Read the kinds from this registry from now on (by name; later additions count too)."""
+    global _KINDS
+    _KINDS = kinds
+
+
+def choices() -> list[tuple[str, str]]:
+    """Return (name, label) of every registered kind: Stream.source_kind's choices."""
+    return [(kind.name, kind.label) for kind in _KINDS.values()]
+
+
+class LiveChoices:
+    """choices() as an iterable, read afresh at each iteration (for fields that take no callable)."""
+
+    def __iter__(self):
+        return iter(choices())
+
+
+CHOICES = LiveChoices()
+
+
+def refusal(name: str) -> str:
+    """Return why a stream of this kind may not be started ("" when it may)."""
+    kind = _KINDS.get(name)
+    if kind is None:
+        return f"unknown source kind {name!r}: use one of {', '.join(_KINDS) or 'none registered'}"
+    return kind.unavailable
