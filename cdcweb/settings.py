@@ -254,9 +254,6 @@ CDC_LAG_SAMPLE_SECONDS = env_int("CDC_LAG_SAMPLE_SECONDS", 10)
 CDC_LAG_RETENTION_DAYS = env_int("CDC_LAG_RETENTION_DAYS", 30)
 CDC_SCHEDULE_SECONDS = env_float("CDC_SCHEDULE_SECONDS", 5.0)
 CDC_STALL_CHECK_SECONDS = env_int("CDC_STALL_CHECK_SECONDS", 30)
-# The change stream's retention (Spanner's default is one day): a paused stream must
-# resume before its low watermark falls out of it; the dashboard warns at 25 % left.
-CDC_STREAM_RETENTION_HOURS = env_int("CDC_STREAM_RETENTION_HOURS", 24)
 
 # --- Spark reports ----------------------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
@@ -270,19 +267,16 @@ CDC_REPORT_TIMEOUT_SECONDS = env_int("CDC_REPORT_TIMEOUT_SECONDS", 3600)
 CDC_REPORT_MAX_DAYS = env_int("CDC_REPORT_MAX_DAYS", 31)
 # More environment variables the Spark job may see (cdcweb/reports/command.py lists the rest).
 CDC_SPARK_ENV_PASSTHROUGH = frozenset(n for n in env_str("CDC_SPARK_ENV_PASSTHROUGH", "").split(",") if n)
-# The cost report's price model (DESIGN §10): list prices for us-central1, verify them
-# for your contract. Blank node-hour price: the edition's; blank overhead: measured.
+# The cost report's price model is the stream's kind's (partitions/sources/<kind>/: list
+# prices for us-central1, every figure with its source); each one set here replaces the
+# kind's for every report. Blank: the kind's.
 CDC_PRICE_MODEL = {
-    "retention_days": env_float("CDC_PRICE_RETENTION_DAYS", 1.0),
-    "storage_usd_per_gib_month": env_float("CDC_PRICE_STORAGE_USD_PER_GIB_MONTH", 0.30),
-    "edition": env_str("CDC_PRICE_EDITION", "standard"),
-    "node_hour_usd": env_str("CDC_PRICE_NODE_HOUR_USD", ""),
-    "nodes": env_float("CDC_PRICE_NODES", 1.0),
-    "cpu_share_enabled": env_float("CDC_PRICE_CPU_SHARE_ENABLED", 0.10),
-    "cpu_share_read_low": env_float("CDC_PRICE_CPU_SHARE_READ_LOW", 0.20),
-    "cpu_share_read_high": env_float("CDC_PRICE_CPU_SHARE_READ_HIGH", 0.30),
-    "overhead_factor": env_str("CDC_PRICE_OVERHEAD_FACTOR", ""),
-}
+    name: env_str(f"CDC_PRICE_{name.upper()}", "")
+    for name in (
+        "retention_days", "storage_usd_per_gib_month", "edition", "node_hour_usd", "nodes",
+        "cpu_share_enabled", "cpu_share_read_low", "cpu_share_read_high", "overhead_factor",
+    )
+}  # fmt: skip
 # Shown beside the cost for comparison only (DESIGN §10): a Dataflow reader's list prices.
 CDC_DATAFLOW_PRICES = {
     "vcpu_hour_usd": env_float("CDC_DATAFLOW_VCPU_HOUR_USD", 0.069),

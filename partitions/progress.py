@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Count, Max, Min, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
@@ -23,6 +23,7 @@ from django.utils import timezone
 from streams.models import Stream
 
 from .models import Partition
+from .sources import KINDS
 
 P = Partition.State
 STATES = tuple(P.values)
@@ -32,6 +33,12 @@ def horizon(stream: Stream, now: datetime | None = None) -> datetime:
     """Return the moment lag is measured against: now, or the stream's end if that is earlier."""
     now = now or timezone.now()
     return min(now, stream.end_at) if stream.end_at else now
+
+
+def retention(stream: Stream) -> timedelta | None:
+    """Return how long the stream's source keeps changes not read yet (None: it keeps them)."""
+    kind = KINDS.get(stream.source_kind)
+    return kind.retention(stream.connection) if kind is not None else None
 
 
 def partition_lag(state: str, watermark: datetime, until: datetime) -> float | None:

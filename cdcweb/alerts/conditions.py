@@ -28,6 +28,7 @@ from django.db.models.functions import RowNumber
 from partitions.models import LagSample, Partition
 from partitions.pipeline.lag_samples import SAMPLED_STATES
 from partitions.progress import StreamProgress
+from partitions.progress import retention as retention_of
 from partitions.stalls import LAG_WINDOW, lag_grew_throughout
 from streams.models import Stream
 from streams.retention import resume_deadline
@@ -240,21 +241,21 @@ def retention(rules: list[AlertRule], scope: Scope) -> dict[tuple[int, int], Fin
     """Hold where a stopped stream has less than retention_hours left to resume from its watermark."""
     found = {}
     for rule, stream, progress in scope.pairs(rules):
-        low = progress.low_watermark if progress else None
-        deadline = resume_deadline(stream, low) if stream.state in STOPPED_STATES else None
+        low, kept = (progress.low_watermark if progress else None), retention_of(stream)
+        deadline = resume_deadline(stream, low, kept) if stream.state in STOPPED_STATES else None
         if deadline is None or deadline - scope.now >= timedelta(hours=rule.retention_hours):
             continue
         left = (deadline - scope.now).total_seconds()
         found[rule.pk, stream.pk] = Finding(
             f"{stream.name}: {stream.state}, {human_duration(max(0.0, left))} left before its low "
-            "watermark leaves the change stream's retention"
+            "watermark leaves the source's retention"
             if left > 0
             else f"{stream.name}: {stream.state} beyond the retention: recover from now or a timestamp",
             {
                 "state": stream.state,
                 "left_hours": round(left / 3600, 3),
                 "deadline": iso(deadline),
-                "retention_hours": settings.CDC_STREAM_RETENTION_HOURS,
+                "retention_hours": kept.total_seconds() / 3600,
                 "low_watermark": iso(low),
                 "paused_at": iso(stream.paused_at),
             },

@@ -34,8 +34,9 @@ E = DeliveryAttempt.Event
 # model instances, and every other column (a stream has nine timestamps) costs parsing.
 RULE_FIELDS = ("id", "name", "kind", "stream_id", "threshold_seconds", "for_minutes", "retention_hours",
                "repeat_minutes")  # fmt: skip
+# source_kind and connection: the retention rule asks the stream's kind for its retention.
 STREAM_FIELDS = ("id", "name", "state", "state_reason", "state_changed_at", "paused_at", "end_at",
-                 "consecutive_failures", "next_retry_at")  # fmt: skip
+                 "consecutive_failures", "next_retry_at", "source_kind", "connection")  # fmt: skip
 
 
 class Open(NamedTuple):

@@ -12,11 +12,10 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from partitions.models import LagSample
-from partitions.progress import StreamProgress, progress_of
+from partitions.progress import StreamProgress, progress_of, retention
 from partitions.stalls import LAG_WINDOW, lag_grew_throughout
 from streams.models import Stream
 from streams.retention import resume_deadline
-from streams.retention import retention as stream_retention
 from streams.times import human_duration
 
 SPARKLINE_WINDOW = timedelta(hours=1)
@@ -51,20 +50,22 @@ def throughput(samples: list[LagSample]) -> float | None:
 
 
 def retention_warning(stream: Stream, low: datetime | None, now: datetime) -> str | None:
-    """Warn when a paused stream nears the end of the change stream's retention."""
+    """Warn when a paused stream nears the end of its source's retention."""
     if stream.state not in (Stream.State.PAUSED, Stream.State.DRAINING) or stream.paused_at is None:
         return None
-    retention = stream_retention()
-    left = resume_deadline(stream, low) - now
+    kept = retention(stream)
+    if kept is None:
+        return None  # the source keeps its changes: a pause can last
+    left = resume_deadline(stream, low, kept) - now
     if left <= timedelta(0):
         return (
-            f"paused beyond the change stream's retention ({human_duration(retention.total_seconds())}): "
+            f"paused beyond the source's retention ({human_duration(kept.total_seconds())}): "
             "resuming from the watermark will fail; recover from now or a timestamp"
         )
-    if left < retention * RETENTION_WARN_FRACTION:
+    if left < kept * RETENTION_WARN_FRACTION:
         return (
             f"paused: resume within {human_duration(left.total_seconds())}, before the low watermark "
-            f"leaves the change stream's {human_duration(retention.total_seconds())} retention"
+            f"leaves the source's {human_duration(kept.total_seconds())} retention"
         )
     return None
 

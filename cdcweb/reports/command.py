@@ -16,6 +16,8 @@ from django.db.models import Q
 from partitions.models import Partition, PartitionEdge
 from spark_tasks.submit import SUBMIT_ENV, submit_options
 
+from .assumptions import price_options
+
 MAIN = Path(settings.BASE_DIR) / "spark_tasks" / "main.py"
 # What spark-submit, the JVM, Hadoop clients and the Python workers read from the
 # environment. Nothing else of the web's or the worker's goes to the job: not the
@@ -41,15 +43,6 @@ def spark_submit() -> str:
     return str(beside) if beside.exists() else (shutil.which("spark-submit") or "spark-submit")
 
 
-def price_options() -> list[str]:
-    """Return the price model settings as the job's ``--<field>`` options; blank ones use its rule."""
-    options = []
-    for name, value in settings.CDC_PRICE_MODEL.items():
-        if value not in ("", None):
-            options += [f"--{name.replace('_', '-')}", str(value)]
-    return options
-
-
 def driver_options() -> list[str]:
     """Return the driver JVM's options: the job's own sizing and tuning (spark_tasks/submit.py)."""
     return submit_options(settings.CDC_SPARK_DRIVER_MEMORY)
@@ -67,7 +60,8 @@ def build_command(report, output_dir: Path, lineage: Path) -> list[str]:
         spark_submit(), "--master", settings.SPARK_MASTER, *driver_options(), str(MAIN),
         "--input", settings.CDC_LANDING_URI, "--output", str(output_dir),
         "--stream", report.stream.name, "--since", iso(report.since), "--until", iso(report.until),
-        "--report", report.kind, "--lineage", str(lineage), *work_options(report), *price_options(),
+        "--report", report.kind, "--lineage", str(lineage), *work_options(report),
+        *price_options(report.stream),
     ]  # fmt: skip
 
 

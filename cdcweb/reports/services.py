@@ -29,10 +29,10 @@ from django.utils import timezone
 from partitions.models import Partition
 from streams.models import Stream
 
+from .assumptions import label, reader_assumptions
 from .command import build_command, export_lineage, spark_env
 from .models import Report
 from .output import load_results, parse_line, readable_error
-from .reader import reader_assumptions
 
 S = Report.Status
 # Progress is written at most this often (plus the first and the last step): a job of
@@ -131,7 +131,7 @@ def run_report(report: Report, worker: str = "") -> Report:
         if summary_path is None:
             return finish(report, S.FAILED, error=reason)
         summary, results, assumptions = load_results(summary_path)
-        assumptions += reader_assumptions(report)
+        assumptions = label(assumptions, report.stream) + reader_assumptions(report)
     except Exception as error:  # noqa: BLE001 - whatever broke, the report must not stay RUNNING
         return finish(report, S.FAILED, error=f"{type(error).__name__}: {error}"[:2000])
     done = report.progress_total or report.progress_done

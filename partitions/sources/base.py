@@ -164,3 +164,14 @@ class Source(Protocol):
 
     def next_read_delay(self, read: PartitionRead) -> float:
         """Return how long to wait before reading the partition again (0: at once; a poller's interval)."""
+
+
+def whole_hours(value: Any, low: int, high: int, default: int) -> int:
+    """Return a number of hours from low to high (blank: default); raise ValueError saying the range."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"must be a whole number of hours from {low} to {high}")
+    return value

@@ -45,6 +45,7 @@ class Assumption:
     value: Any
     unit: str
     source: str
+    note: str = ""  # e.g. "measured", or the list-price caveat
 
 
 class SourceKind(ABC):

@@ -10,11 +10,12 @@ import pytest
 
 from cdcweb.reports import command
 from cdcweb.reports import services as report_services
+from cdcweb.reports.assumptions import label, reader_assumptions
 from cdcweb.reports.models import Report
 from cdcweb.reports.output import parse_line, readable_error
-from cdcweb.reports.reader import reader_assumptions
 from cdcweb.reports.tasks import fail_reports_of_previous_run, run_report_task
 from partitions.models import Partition, PartitionEdge
+from streams.models import Stream
 from tests.factories import make_stream
 
 S = Report.Status
@@ -95,8 +96,11 @@ def test_command_runs_main_with_the_range_the_master_and_the_price_model(stream,
     assert "--master spark://h:7077 --driver-memory 2g" in joined
     assert argv.index("--driver-memory") < argv.index(str(command.MAIN))  # JVM options before the script
     assert "--since 2026-11-20T00:00:00Z --until 2026-11-21T00:00:00Z" in joined
-    assert "--nodes 3.0 --edition enterprise" in joined
-    assert "--node-hour-usd" not in joined  # blank: the edition's list price
+    assert "--nodes 3.0" in joined
+    assert "--edition enterprise" in joined
+    assert "--node-hour-usd" not in joined  # the kind's is the edition's list price
+    assert "--retention-days 1.0" in joined  # the stream's retention_hours, 24
+    assert "--cpu-share-read-high 0.1" in joined  # Spanner: an assumption of 0-10 %
     assert "--work-dir" not in argv  # the job's default: <output>/_work
     env = command.spark_env()
     assert env["PYSPARK_PYTHON"] == env["PYSPARK_DRIVER_PYTHON"] == sys.executable
@@ -238,3 +242,20 @@ def test_reader_volume_follows_the_open_partitions_and_the_window(stream, done_r
     assert rows["open_partitions"] == 2.5
     assert rows["reader_queries_per_day"] == 2.5 * 86_400 / 60
     assert rows["idle_heartbeats_per_day"] == 2.5 * 86_400 / 10
+
+
+def test_a_table_read_by_commit_timestamp_counts_polls_and_keeps_nothing(stream, done_report):
+    # given a stream of the commit-timestamp kind polled every 5 s, with 19 shards open all day
+    Stream.objects.filter(pk=stream.pk).update(source_kind="spanner_commit_timestamp", heartbeat_ms=5000)
+    done_report.stream.refresh_from_db()
+    since = done_report.since
+    for shard in range(19):
+        Partition.objects.create(stream=stream, token=f"shard:{shard}", start_at=since, watermark=since)
+    # then the report counts one poll per shard per interval, and no change stream queries
+    rows = {a["name"]: a["value"] for a in reader_assumptions(done_report)}
+    assert rows["poll_queries_per_day"] == 19 * 86_400 / 5
+    assert "reader_queries_per_day" not in rows
+    # and its price model retains nothing
+    job_rows = [{"name": "retention_days", "value": 0.0, "unit": "days", "source": "the job's own words"}]
+    (retention,) = label(job_rows, done_report.stream)
+    assert "no change records are kept" in retention["source"]

@@ -8,20 +8,30 @@ the process's shared client; BIGTABLE_EMULATOR_HOST points it at the simulator.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
 
-from partitions.sources.base import NewPartition, PartitionState, ReadOptions, Setting, SettingsError
-from partitions.sources.kinds import ReadKind
+from partitions.sources.base import (
+    NewPartition,
+    PartitionState,
+    ReadOptions,
+    Setting,
+    SettingsError,
+    whole_hours,
+)
+from partitions.sources.kinds import Assumption, ReadKind
 
+from . import cost
 from . import cursor as cursors
 from .client import data_client, emulator_host, table_path
 from .landing import READ_METHOD, landing_table
 from .reader import BigtableRead
 from .roots import initial_partitions
 
+# A table's change stream keeps changes 1 to 7 days.
+RETENTION_HOURS = (24, 168)
 # Formats as the Cloud Console and the Admin API accept them.
 _PROJECT = re.compile(r"(?:[a-z][a-z0-9.-]{0,61}[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
 _INSTANCE = re.compile(r"[a-z][a-z0-9-]{4,31}[a-z0-9]")
@@ -72,12 +82,30 @@ class BigtableKind(ReadKind):
             help="app profile to read through; it must use single-cluster routing",
             cli="--app-profile",
         ),
+        Setting(
+            "retention_hours",
+            "Retention (hours)",
+            type="int",
+            required=False,
+            default=24,
+            help="the table's change stream retention, 24 to 168 hours: a stopped stream resumes within it",
+            cli="--retention-hours",
+            editable=True,
+        ),
     )
 
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
         """Return the settings stripped and checked, or raise SettingsError naming each bad one."""
         cleaned, errors = {}, {}
+        try:
+            cleaned["retention_hours"] = whole_hours(
+                values.get("retention_hours"), *RETENTION_HOURS, default=24
+            )
+        except ValueError as refused:
+            errors["retention_hours"] = str(refused)
         for setting in self.settings:
+            if setting.name not in _RULES:
+                continue
             value = values.get(setting.name)
             text = value.strip() if isinstance(value, str) else value
             pattern, rule = _RULES[setting.name]
@@ -121,6 +149,20 @@ class BigtableKind(ReadKind):
         """Return one line naming the source, as pages show it."""
         where = f"{values.get('project')}/{values.get('instance')}"
         return f"{where}: table {values.get('table')} via app profile {values.get('app_profile')}"
+
+    def retention(self, values: dict[str, Any]) -> timedelta:
+        """Return the table's change stream retention (changes older than that are gone)."""
+        return timedelta(hours=values.get("retention_hours") or 24)
+
+    def cost_model(self, values: dict[str, Any]) -> tuple[Assumption, ...]:
+        """Return Bigtable's prices and the seed's CPU and storage figures for change streams."""
+        return cost.cost_model(self.retention(values).total_seconds() / 86_400)
+
+    def reading_assumptions(
+        self, values: dict[str, Any], partitions: float, window_seconds: int, heartbeat_ms: int
+    ) -> tuple[Assumption, ...]:
+        """Return the ReadChangeStream calls a day and an idle stream's heartbeats."""
+        return cost.reading_assumptions(partitions, window_seconds, heartbeat_ms)
 
     def connect(self, values: dict[str, Any]) -> BigtableSource:
         """Return a Source on the shared client (the emulator's when BIGTABLE_EMULATOR_HOST is set)."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from partitions.sources.base import Setting, SettingsError
+from partitions.sources.base import Setting, SettingsError, whole_hours
 from partitions.sources.kinds import WatchedKind
 
 from . import operations
@@ -102,6 +102,10 @@ class DatastreamKind(WatchedKind):
             f"{values.get('project')}/{values.get('location')}: Datastream stream {values.get('stream_id')}"
         )
 
+    def retention(self, values: dict[str, Any]) -> timedelta:
+        """Return how long the source database keeps its change log (a stopped stream must resume within)."""
+        return timedelta(hours=values.get("log_retention_hours") or 168)
+
     def connect(self, values: dict[str, Any]) -> StreamHandle:
         """Return a handle on the stream the settings name, on this process's shared API client."""
         cleaned = self.clean(values)
@@ -116,15 +120,11 @@ class DatastreamKind(WatchedKind):
 
 def _retention(value: Any, errors: dict[str, str]) -> int:
     """Return the log retention in hours (default 168), noting in ``errors`` why it is refused."""
-    low, high = RETENTION_RANGE
-    if value is None or value == "":
-        return 168
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        errors["log_retention_hours"] = f"must be a whole number of hours from {low} to {high}"
+    try:
+        return whole_hours(value, *RETENTION_RANGE, default=168)
+    except ValueError as refused:
+        errors["log_retention_hours"] = str(refused)
         return 0
-    return value
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from partitions.sources.kinds import Advice, OwnTokens, ReadKind
+from partitions.sources import costs
+from partitions.sources.kinds import Advice, Assumption, OwnTokens, ReadKind
 from partitions.sources.spanner_change_stream.query import GOOGLESQL
 from partitions.sources.spanner_change_stream.reader import connect
 
@@ -12,6 +13,10 @@ from . import settings as settings_module
 from .advisor import advise
 from .landing import READ_METHOD
 from .source import CommitTimestampSource
+
+# Each poll is one indexed query per shard; Google publishes no CPU figure for it.
+POLL_CPU = (0.0, 0.0, 0.05)
+POLL_CPU_WHY = "polling queries on an indexed table: 0-5 % of CPU, an assumption to set"
 
 
 class SpannerCommitTimestampKind(OwnTokens, ReadKind):
@@ -51,6 +56,24 @@ class SpannerCommitTimestampKind(OwnTokens, ReadKind):
             "values at that moment.",
             "A row written twice between two polls is seen once, with its newer values.",
         ]
+
+    def cost_model(self, values: dict[str, Any]) -> tuple[Assumption, ...]:
+        """Return Spanner's prices with nothing retained: the table is the data; reading is the polls' CPU."""
+        return costs.spanner(
+            0.0, "none: no change records are kept, the table itself is read", POLL_CPU, POLL_CPU_WHY
+        )
+
+    def reading_assumptions(
+        self, values: dict[str, Any], partitions: float, window_seconds: int, heartbeat_ms: int
+    ) -> tuple[Assumption, ...]:
+        """Return the poll queries a day: one per shard every poll interval."""
+        every = heartbeat_ms / 1000
+        polls = partitions * costs.DAY_SECONDS / every
+        return (
+            costs.per_day(
+                "poll_queries_per_day", polls, "queries", f"shards x 86,400 / poll every {every:g} s"
+            ),
+        )
 
     def advice(self, values: dict[str, Any]) -> Advice:
         """Return the shard column and null-filtered index DDL for the table, and hotspot warnings."""

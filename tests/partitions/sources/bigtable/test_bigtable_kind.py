@@ -27,11 +27,19 @@ def test_the_kind_describes_itself():
         ("instance", "str", True, "--instance"),
         ("table", "str", True, "--table"),
         ("app_profile", "str", True, "--app-profile"),
+        ("retention_hours", "int", False, "--retention-hours"),
     ]
 
 
 def test_good_settings_are_returned_stripped():
-    assert KIND.clean({**GOOD, "table": "  events "}) == GOOD
+    assert KIND.clean({**GOOD, "table": "  events "}) == {**GOOD, "retention_hours": 24}
+
+
+def test_the_retention_is_one_to_seven_days():
+    assert KIND.retention(KIND.clean({**GOOD, "retention_hours": "72"})).total_seconds() == 72 * 3600
+    with pytest.raises(SettingsError) as refused:
+        KIND.clean({**GOOD, "retention_hours": 200})
+    assert refused.value.errors == {"retention_hours": "must be a whole number of hours from 24 to 168"}
 
 
 @pytest.mark.parametrize(
