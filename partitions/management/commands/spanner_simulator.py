@@ -9,16 +9,16 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
-from partitions.simulator.config import (
+from partitions.simulator.spanner.config import (
     SimulatorConfig,
     parse_database,
     parse_duration,
     parse_fault,
     parse_timestamp,
 )
-from partitions.simulator.groundtruth import ground_truth_lines
-from partitions.simulator.server import start_server
-from partitions.simulator.table_reads import table_ground_truth
+from partitions.simulator.spanner.groundtruth import ground_truth_lines
+from partitions.simulator.spanner.server import start_server
+from partitions.simulator.spanner.table_reads import table_ground_truth
 
 
 def _add_table_arguments(parser) -> None:

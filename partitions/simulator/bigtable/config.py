@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from partitions.simulator.config import Fault
-from partitions.simulator.config import parse_fault as parse_any_fault
+from partitions.simulator.spanner.config import Fault
+from partitions.simulator.spanner.config import parse_fault as parse_any_fault
 
 FAULT_KINDS = ("unavailable", "slow")
 SINGLE_CLUSTER_PROFILES = ("default", "cdc")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import zlib
 
-from partitions.simulator.topology import Partition, Topology
-from partitions.simulator.workload import to_us
+from partitions.simulator.core.topology import Partition, Topology
+from partitions.simulator.spanner.workload import to_us
 
 from .config import BigtableSimulatorConfig
 from .encode import change_wire

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import grpc
 from google.cloud.bigtable_v2 import types as bt
 
-from partitions.simulator.workload import to_datetime
+from partitions.simulator.spanner.workload import to_datetime
 from partitions.sources.bigtable.ranges import RowRange
 
 from . import encode

@@ -12,8 +12,8 @@ import random
 import threading
 from collections import OrderedDict
 
-from partitions.simulator.topology import Topology
-from partitions.simulator.workload import to_datetime
+from partitions.simulator.core.topology import Topology
+from partitions.simulator.spanner.workload import to_datetime
 from partitions.sources.bigtable.records import (
     GARBAGE_COLLECTION,
     USER,

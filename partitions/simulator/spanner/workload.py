@@ -13,10 +13,10 @@ import threading
 from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
 
+from partitions.simulator.core.topology import Topology
 from partitions.sources.spanner_change_stream.records import DataChangeRecord
 
 from .tables import TABLES, TABLES_BY_NAME, column_types, make_mod
-from .topology import Topology
 
 _UNIX = datetime(1970, 1, 1, tzinfo=UTC)
 _MOD_TYPES = ("INSERT", "UPDATE", "UPDATE", "UPDATE", "DELETE")

@@ -22,13 +22,14 @@ from google.cloud.spanner_v1.types import Transaction
 from google.cloud.spanner_v1.types import spanner as spanner_types
 from google.protobuf import empty_pb2
 
+from partitions.simulator.core.topology import Topology
+
 from . import encode
 from .config import SimulatorConfig
 from .faults import StreamFaults
 from .sql import QueryError, QuerySpec, check_query, check_retention, is_change_stream_query, parse_query
 from .stream import CHILD, DATA, HEARTBEAT, Position, initial_items, partition_items
 from .table_service import TableQueryLogEntry, TableService
-from .topology import Topology
 from .workload import Workload, to_datetime, to_us
 
 _DATABASE = re.compile(r"projects/[^/]+/instances/[^/]+/databases/(?P<db>[^/]+)")

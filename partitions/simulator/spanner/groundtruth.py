@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
+from partitions.simulator.core.topology import Topology
 from partitions.sources.spanner_change_stream.jsonl import record_to_json_line
 from partitions.sources.spanner_change_stream.records import DataChangeRecord
 
 from .config import SimulatorConfig
-from .topology import Topology
 from .workload import Workload, to_us
 
 

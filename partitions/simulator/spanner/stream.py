@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from partitions.simulator.core.topology import Partition, Topology
 from partitions.sources.spanner_change_stream.records import ChildPartition, ChildPartitionsRecord
 
-from .topology import Partition, Topology
 from .workload import Workload, to_datetime
 
 DATA, HEARTBEAT, CHILD = "data", "heartbeat", "child"
