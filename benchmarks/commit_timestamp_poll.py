@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from procs import free_port  # noqa: E402
 
+from partitions.simulator.core.clock import to_us  # noqa: E402
 from partitions.simulator.spanner.config import SimulatorConfig  # noqa: E402
 from partitions.simulator.spanner.table_reads import build_histories, versions_between  # noqa: E402
-from partitions.simulator.spanner.workload import to_us  # noqa: E402
 from partitions.sources.base import Ended, PartitionState, ReadOptions  # noqa: E402
 from partitions.sources.spanner_commit_timestamp.kind import KIND  # noqa: E402
 from partitions.sources.spanner_commit_timestamp.records import TableRowRecord  # noqa: E402

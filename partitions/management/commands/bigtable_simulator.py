@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from partitions.simulator.bigtable.config import BigtableSimulatorConfig, parse_fault
 from partitions.simulator.bigtable.groundtruth import ground_truth_lines
 from partitions.simulator.bigtable.server import start_server
-from partitions.simulator.spanner.config import parse_duration, parse_timestamp
+from partitions.simulator.core.config import parse_duration, parse_timestamp
 
 
 class Command(BaseCommand):

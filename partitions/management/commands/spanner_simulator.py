@@ -9,13 +9,8 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
-from partitions.simulator.spanner.config import (
-    SimulatorConfig,
-    parse_database,
-    parse_duration,
-    parse_fault,
-    parse_timestamp,
-)
+from partitions.simulator.core.config import parse_duration, parse_timestamp
+from partitions.simulator.spanner.config import SimulatorConfig, parse_database, parse_fault
 from partitions.simulator.spanner.groundtruth import ground_truth_lines
 from partitions.simulator.spanner.server import start_server
 from partitions.simulator.spanner.table_reads import table_ground_truth

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from partitions.simulator.spanner.workload import to_datetime
+from partitions.simulator.core.clock import to_datetime
 from partitions.sources.bigtable.ranges import RowRange
 
 from .config import MULTI_CLUSTER_PROFILES, SINGLE_CLUSTER_PROFILES, BigtableSimulatorConfig

@@ -8,7 +8,6 @@ a test can check which partition was read when and from which tokens.
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from concurrent import futures
@@ -18,7 +17,8 @@ from datetime import UTC, datetime
 import grpc
 from google.cloud.bigtable_v2 import types as bt
 
-from partitions.simulator.spanner.workload import to_datetime
+from partitions.simulator.core.clock import to_datetime
+from partitions.simulator.core.faults import Faults
 from partitions.sources.bigtable.ranges import RowRange
 
 from . import encode
@@ -145,7 +145,7 @@ class BigtableSimulator:
         except Refusal as refusal:
             entry.status, entry.closed_at = refusal.code.name, time.monotonic()
             context.abort(refusal.code, refusal.message)
-        faults = _Faults(
+        faults = Faults(
             self.config, self._fault_key(f"{plan.model.name}:{plan.lo}:{plan.hi}:{plan.progress.encode()}")
         )
         try:
@@ -181,7 +181,7 @@ class BigtableSimulator:
         entry.partition = served.token if served is not None else None
         return plan
 
-    def _serve(self, plan, faults: _Faults, entry: CallLogEntry, context):
+    def _serve(self, plan, faults: Faults, entry: CallLogEntry, context):
         """Yield the read's messages as the clock reaches them; break the stream when a fault says so."""
         items = plan_read(plan.model, plan.lo, plan.hi, plan.progress, plan.end_us, plan.heartbeat_us)
         for item in items:
@@ -214,24 +214,6 @@ class BigtableSimulator:
 
 
 OUT_OF_RANGE_NAME = grpc.StatusCode.OUT_OF_RANGE.name
-
-
-class _Faults:
-    """The faults one call meets, drawn from a generator keyed by the seed, where it starts and how often."""
-
-    def __init__(self, config: BigtableSimulatorConfig, key: str):
-        self._rng = random.Random(f"{config.seed}:faults:{key}")
-        self.unavailable = config.fault("unavailable")
-        self.slow_s = config.fault("slow") / 1000
-
-    def before_message(self) -> None:
-        """Sleep as a slow stream would."""
-        if self.slow_s:
-            time.sleep(self.slow_s)
-
-    def broken(self) -> bool:
-        """Return whether the stream breaks (UNAVAILABLE) after the message just sent."""
-        return bool(self.unavailable) and self._rng.random() < self.unavailable
 
 
 def _handler(simulator: BigtableSimulator) -> grpc.GenericRpcHandler:

@@ -22,7 +22,7 @@ from google.cloud.spanner_v1.types import Transaction
 from google.cloud.spanner_v1.types import spanner as spanner_types
 from google.protobuf import empty_pb2
 
-from partitions.simulator.core.topology import Topology
+from partitions.simulator.core.clock import to_datetime, to_us
 
 from . import encode
 from .config import SimulatorConfig
@@ -30,7 +30,7 @@ from .faults import StreamFaults
 from .sql import QueryError, QuerySpec, check_query, check_retention, is_change_stream_query, parse_query
 from .stream import CHILD, DATA, HEARTBEAT, Position, initial_items, partition_items
 from .table_service import TableQueryLogEntry, TableService
-from .workload import Workload, to_datetime, to_us
+from .workload import Workload
 
 _DATABASE = re.compile(r"projects/[^/]+/instances/[^/]+/databases/(?P<db>[^/]+)")
 _DIALECTS = {"googlesql": DatabaseDialect.GOOGLE_STANDARD_SQL, "postgresql": DatabaseDialect.POSTGRESQL}
@@ -63,12 +63,8 @@ class SimulatorServer:
     """A running simulator: its resolved config, topology, workload and query log."""
 
     def __init__(self, config: SimulatorConfig):
-        self.config = config.resolved()
-        epoch_us = to_us(self.config.epoch)
-        c = self.config
-        self.topology = Topology(
-            c.seed, epoch_us, c.roots, int(c.split_every * 1e6), int(c.merge_every * 1e6)
-        )
+        self.config = c = config.resolved()
+        self.topology = c.topology()
         self.workload = Workload(c.seed, c.tps, c.max_keys, self.topology)
         self.query_log: list[QueryLogEntry] = []
         self.tables = TableService(self)

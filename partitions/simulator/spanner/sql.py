@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import grpc
 
+from partitions.simulator.core.clock import to_us
+from partitions.simulator.core.config import parse_timestamp
 from partitions.sources.spanner_change_stream.query import (
     GOOGLESQL,
     MAX_HEARTBEAT_MS,
@@ -20,9 +22,8 @@ from partitions.sources.spanner_change_stream.query import (
     POSTGRESQL,
 )
 
-from .config import SimulatorConfig, parse_timestamp
+from .config import SimulatorConfig
 from .tables import format_ts
-from .workload import to_us
 
 _ARG = r"(@\w+|\$\d+|NULL|'[^']*'|\"[^\"]*\"|-?\d+)"
 _GOOGLESQL = re.compile(

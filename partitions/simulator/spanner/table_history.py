@@ -19,6 +19,8 @@ import random
 import threading
 from collections import OrderedDict
 
+from partitions.simulator.core.workload import count_in_second
+
 MAX_UPDATES = 3  # a key is written at most four times: its insert and three updates
 _UPDATE_CHANCE = 0.5
 VERSIONS_PER_KEY = sum(_UPDATE_CHANCE**j for j in range(MAX_UPDATES + 1))  # 1.875
@@ -145,7 +147,7 @@ class TableHistory:
         """Return the rows inserted in second s, grouped in transactions sharing a commit timestamp."""
         rng = random.Random(mix(self._salt, s))
         mean = self.rate / VERSIONS_PER_KEY
-        rows = min(999_999, max(0, round(rng.gauss(mean, mean**0.5 / 2)))) if mean > 0 else 0
+        rows = count_in_second(rng, mean)
         sizes = []
         while rows > 0:
             size = 1 if rng.random() < _SINGLE_ROW_CHANCE else rng.randint(2, _MAX_GROUP)
