@@ -15,6 +15,7 @@ import grpc
 
 from partitions.simulator.core.clock import to_us
 from partitions.simulator.core.config import parse_timestamp
+from partitions.simulator.core.server import Refusal
 from partitions.sources.spanner_change_stream.query import (
     GOOGLESQL,
     MAX_HEARTBEAT_MS,
@@ -40,13 +41,8 @@ _POSTGRESQL = re.compile(
 )
 
 
-class QueryError(Exception):
+class QueryError(Refusal):
     """A query Spanner would refuse: a gRPC status code and a message."""
-
-    def __init__(self, code: grpc.StatusCode, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
