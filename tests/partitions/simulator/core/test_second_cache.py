@@ -6,7 +6,7 @@ import random
 import statistics
 from types import SimpleNamespace
 
-from partitions.simulator.core.workload import Workload, count_in_second
+from partitions.simulator.core.workload import SecondCache, Workload, count_in_second
 
 
 class CountingWorkload(Workload):
@@ -49,3 +49,14 @@ def test_a_second_holds_about_the_rate_and_none_at_rate_zero():
     counts = [count_in_second(rng, 400.0) for _ in range(200)]
     assert 380 < statistics.mean(counts) < 420
     assert count_in_second(random.Random(5), 0.0) == 0
+
+
+def test_a_cache_keeps_its_floor_of_seconds_even_past_the_bound():
+    # given a cache that must keep two seconds, each weighing more than the bound
+    built = []
+    cache = SecondCache(lambda s: built.append(s) or [s] * 10, len, max_size=5, keep=2)
+    # when three seconds are read, then the last two again
+    for s in (1, 2, 3, 2, 3):
+        cache.get(s)
+    # then only the oldest was dropped: the two a boundary-crossing read needs stay
+    assert built == [1, 2, 3]
