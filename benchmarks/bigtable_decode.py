@@ -37,7 +37,7 @@ from partitions.simulator.bigtable.keys import partition_range  # noqa: E402
 from partitions.simulator.bigtable.progress import Progress  # noqa: E402
 from partitions.simulator.bigtable.server import start_server  # noqa: E402
 from partitions.simulator.bigtable.stream import plan_read  # noqa: E402
-from partitions.simulator.workload import to_us  # noqa: E402
+from partitions.simulator.core.clock import to_us  # noqa: E402
 from partitions.sources.base import PartitionState, ReadOptions  # noqa: E402
 from partitions.sources.bigtable.cursor import root_cursor  # noqa: E402
 from partitions.sources.bigtable.ranges import RowRange  # noqa: E402

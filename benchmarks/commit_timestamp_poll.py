@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from procs import free_port  # noqa: E402
 
-from partitions.simulator.config import SimulatorConfig  # noqa: E402
-from partitions.simulator.table_reads import build_histories, versions_between  # noqa: E402
-from partitions.simulator.workload import to_us  # noqa: E402
+from partitions.simulator.core.clock import to_us  # noqa: E402
+from partitions.simulator.spanner.config import SimulatorConfig  # noqa: E402
+from partitions.simulator.spanner.table_reads import build_histories, versions_between  # noqa: E402
 from partitions.sources.base import Ended, PartitionState, ReadOptions  # noqa: E402
 from partitions.sources.spanner_commit_timestamp.kind import KIND  # noqa: E402
 from partitions.sources.spanner_commit_timestamp.records import TableRowRecord  # noqa: E402
@@ -55,8 +55,8 @@ LAYOUTS = {
 _SERVE = """
 import sys, threading
 from datetime import datetime
-from partitions.simulator.config import SimulatorConfig
-from partitions.simulator.server import start_server
+from partitions.simulator.spanner.config import SimulatorConfig
+from partitions.simulator.spanner.server import start_server
 config = SimulatorConfig(seed=9, table_rate=float(sys.argv[2]), table_shards=int(sys.argv[3]),
                          retention=3600.0, epoch=datetime.fromisoformat(sys.argv[4]), tps=1.0)
 server = start_server(config, "127.0.0.1", int(sys.argv[1]))

@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from partitions.models import Partition
-from partitions.simulator.config import SimulatorConfig
-from partitions.simulator.server import start_server
+from partitions.simulator.spanner.config import SimulatorConfig
+from partitions.simulator.spanner.server import start_server
 from tests import factories
 
 # Fast-moving topology (an event every 2.5 s) over one hour of history, so that any

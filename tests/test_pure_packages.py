@@ -42,6 +42,9 @@ def test_every_pure_package_is_found_with_its_modules():
     assert "partitions.sources.bigtable.decode" in found["partitions/sources"]
     assert "partitions.sources.spanner_change_stream.reader" in found["partitions/sources"]
     assert "partitions.sources.grpc_status" in found["partitions/sources"]
+    assert "partitions.simulator.core.topology" in found["partitions/simulator"]
+    assert "partitions.simulator.spanner.server" in found["partitions/simulator"]
+    assert "partitions.simulator.bigtable.server" in found["partitions/simulator"]
     assert "partitions.simulator.datastream.server" in found["partitions/simulator"]
     assert "spark_tasks.throughput" in found["spark_tasks"]
 

@@ -1,5 +1,11 @@
-"""A local, deterministic Spanner change stream server speaking the real gRPC API.
+"""Local servers that speak the real gRPC APIs of cdcweb's sources, for the demo, tests and benchmarks.
 
-Pure Python plus grpc: nothing here imports Django (a test checks it). Entry points:
-``start_server(SimulatorConfig(...))`` and ``ground_truth(config, database, start, end)``.
+One package per service on a shared core, all pure Python plus grpc: nothing here imports
+Django (a test checks it).
+
+- ``core/``: what the simulators share: server lifecycle, config, clock, topology, workload
+  cache, faults.
+- ``spanner/``: Spanner change streams and commit-timestamp tables (``spanner_simulator``).
+- ``bigtable/``: Bigtable change streams (``bigtable_simulator``).
+- ``datastream/``: Datastream and Cloud Monitoring (``datastream_simulator``).
 """

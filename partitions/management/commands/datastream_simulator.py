@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 
-from django.core.management.base import BaseCommand, CommandError
-
+from partitions.management.simulator_command import SimulatorCommand
 from partitions.simulator.datastream.config import DatastreamSimConfig
 from partitions.simulator.datastream.server import start_server
 
 
-class Command(BaseCommand):
-    # The simulator needs no database: skip the system checks for a fast start.
+class Command(SimulatorCommand):
     """manage.py datastream_simulator: serve simulated Datastream streams until stopped."""
 
-    requires_system_checks = []
     help = (
         "Serve simulated Datastream streams over the real v1 gRPC API, with long-running operations "
         "and Cloud Monitoring metrics (point cdcweb at it with DATASTREAM_API_ENDPOINT=HOST:PORT and "
         "MONITORING_API_ENDPOINT=HOST:PORT). Streams move through every state by seed; pause, resume, "
         "recover and backfills change them."
     )
+    default_port = 8087
+    port_help = "port to listen on, 0 for any"
+    start_server = staticmethod(start_server)
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         """Return Django's parser, made to report a bad option in one stderr line, status 2."""
@@ -38,10 +36,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         """Declare the options: where to listen, and what to simulate at which pace."""
-        parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-        parser.add_argument(
-            "--port", type=int, default=8087, help="port to listen on, 0 for any (default 8087)"
-        )
+        super().add_arguments(parser)
         parser.add_argument("--streams", type=int, default=20, help="streams to serve (default 20)")
         parser.add_argument("--seed", type=int, default=1, help="seed of everything served (default 1)")
         parser.add_argument("--project", default="demo-project", help="project ID (default demo-project)")
@@ -63,43 +58,27 @@ class Command(BaseCommand):
         )
         parser.add_argument("--epoch", type=float, help="unix time the scripts start from (default: now)")
 
-    def handle(self, *args, **options):
-        """Check the options, then serve until SIGINT or SIGTERM."""
+    def config(self, options) -> DatastreamSimConfig:
+        """Return the checked config the options describe."""
         if not 0 <= options["port"] <= 65535:
-            raise CommandError("--port must be between 0 and 65535", returncode=2)
-        try:
-            config = DatastreamSimConfig(
-                seed=options["seed"],
-                streams=options["streams"],
-                project=options["project"],
-                location=options["location"],
-                cycle=options["cycle"],
-                operation_seconds=options["operation_seconds"],
-                backfill_seconds=options["backfill_seconds"],
-                metric_step=options["metric_step"],
-                epoch=options["epoch"],
-            ).resolved()
-        except ValueError as error:
-            raise CommandError(str(error), returncode=2) from None
-        self._serve(config, options["host"], options["port"])
+            raise ValueError("--port must be between 0 and 65535")
+        return DatastreamSimConfig(
+            seed=options["seed"],
+            streams=options["streams"],
+            project=options["project"],
+            location=options["location"],
+            cycle=options["cycle"],
+            operation_seconds=options["operation_seconds"],
+            backfill_seconds=options["backfill_seconds"],
+            metric_step=options["metric_step"],
+            epoch=options["epoch"],
+        ).resolved()
 
-    def _serve(self, config: DatastreamSimConfig, host: str, port: int) -> None:
-        """Start the server, print where it listens, and wait for a signal to stop it."""
-        try:
-            server = start_server(config, host, port)
-        except (OSError, RuntimeError) as error:
-            raise CommandError(f"cannot listen on {host}:{port}: {error}", returncode=2) from None
-        self.stdout.write(
+    def banner(self, config: DatastreamSimConfig, server) -> str:
+        """Return where it serves which streams, and the clients' variables."""
+        return (
             f"Datastream simulator on {server.endpoint}: {config.streams} streams in {config.parent}, "
             f"seed {config.seed}, epoch {config.epoch:.0f}\n"
             f"Use it with DATASTREAM_API_ENDPOINT={server.endpoint} "
             f"MONITORING_API_ENDPOINT={server.endpoint}. Ctrl-C stops it."
         )
-        self.stdout.flush()
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-        while not stop.wait(0.5):
-            pass  # a timed wait keeps signal handlers responsive
-        self.stdout.write("Stopping the simulator")
-        server.stop(grace=1.0)

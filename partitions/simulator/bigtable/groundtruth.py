@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 
-from partitions.simulator.workload import to_us
+from partitions.simulator.core.clock import to_us
 from partitions.sources.bigtable.landing import mod_keys, mod_new_values
 from partitions.sources.bigtable.ranges import key_text
 from partitions.sources.bigtable.records import Change

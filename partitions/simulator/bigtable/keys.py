@@ -1,6 +1,6 @@
 """Row keys of the simulated table, and the row ranges of its partitions.
 
-The topology cuts an integer key space [0, 2**32) (``partitions.simulator.topology``);
+The topology cuts an integer key space [0, 2**32) (``partitions.simulator.core.topology``);
 key k is the row ``row#`` followed by k as eight hex digits, so byte order is numeric
 order. The first partition starts at the table's first row (b"") and the last ends
 after its last row (b""), as Bigtable's do.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from partitions.simulator.topology import KEY_SPACE, Partition
+from partitions.simulator.core.topology import KEY_SPACE, Partition
 from partitions.sources.bigtable.ranges import RowRange
 
 _KEY = re.compile(rb"row#([0-9a-f]{8})")

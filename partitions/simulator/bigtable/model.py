@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import zlib
 
-from partitions.simulator.topology import Partition, Topology
-from partitions.simulator.workload import to_us
+from partitions.simulator.core.topology import Partition
 
 from .config import BigtableSimulatorConfig
 from .encode import change_wire
@@ -20,19 +19,11 @@ class TableModel:
     """The topology and workload of one table with a change stream."""
 
     def __init__(self, name: str, config: BigtableSimulatorConfig):
-        if config.epoch is None:
-            raise ValueError("the config's epoch must be set: use config.resolved()")
         self.name = name
         self.config = config
         self.seed = config.seed ^ (zlib.crc32(name.encode()) << 8)
-        self.epoch_us = to_us(config.epoch)
-        self.topology = Topology(
-            self.seed,
-            self.epoch_us,
-            config.roots,
-            int(config.split_every * 1_000_000),
-            int(config.merge_every * 1_000_000),
-        )
+        self.topology = config.topology(self.seed)  # ValueError unless the config is resolved
+        self.epoch_us = self.topology.epoch_us
         self.workload = Workload(self.seed, config, self.topology)
 
     def exact(self, lo: int, hi: int, t_us: int) -> Partition | None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import grpc
 
-from partitions.simulator.workload import to_datetime
+from partitions.simulator.core.clock import to_datetime
+from partitions.simulator.core.server import Refusal
 from partitions.sources.bigtable.ranges import RowRange
 
 from .config import MULTI_CLUSTER_PROFILES, SINGLE_CLUSTER_PROFILES, BigtableSimulatorConfig
@@ -17,14 +18,6 @@ from .progress import Progress
 
 _TABLE = re.compile(r"projects/[^/]+/instances/[^/]+/tables/(?P<table>[^/]+)")
 DEFAULT_HEARTBEAT_US = 5_000_000  # the API's default heartbeat_duration
-
-
-class Refusal(Exception):
-    """A request Bigtable would refuse: the status code and its message."""
-
-    def __init__(self, code: grpc.StatusCode, message: str):
-        self.code, self.message = code, message
-        super().__init__(f"{code.name}: {message}")
 
 
 @dataclass

@@ -8,17 +8,16 @@ a test can check which partition was read when and from which tokens.
 
 from __future__ import annotations
 
-import random
-import threading
 import time
-from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import grpc
 from google.cloud.bigtable_v2 import types as bt
 
-from partitions.simulator.workload import to_datetime
+from partitions.simulator.core.clock import now_us, to_datetime
+from partitions.simulator.core.faults import Faults
+from partitions.simulator.core.server import GrpcSimulator
 from partitions.sources.bigtable.ranges import RowRange
 
 from . import encode
@@ -28,13 +27,7 @@ from .model import TableModel
 from .requests import Refusal, check_app_profile, check_table, plan_request
 from .stream import CLOSE, DATA, OUT_OF_RANGE, plan_read
 
-_WAIT_SLICE_S = 0.2  # how late a cancelled live read notices it is gone
 _SERVICE = "google.bigtable.v2.Bigtable"
-
-
-def _now_us() -> int:
-    """Return the wall clock in microseconds since 1970."""
-    return time.time_ns() // 1000
 
 
 @dataclass
@@ -57,32 +50,30 @@ class CallLogEntry:
     status: str = "RUNNING"  # then OK, OUT_OF_RANGE (split, merge or redirect), CANCELLED or an error
 
 
-class BigtableSimulator:
+class BigtableSimulator(GrpcSimulator):
     """A running simulator: its resolved config, a model per table, and the call log."""
 
+    threads = "bigtable-sim"
+
     def __init__(self, config: BigtableSimulatorConfig):
-        self.config = config.resolved()
+        super().__init__(config.resolved())
         self.tables = {name: TableModel(name, self.config) for name in self.config.tables}
-        self.call_log: list[CallLogEntry] = []
         self._starts: dict[str, int] = {}
-        self._log_lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._grpc: grpc.Server | None = None
-        self.host, self.port = "", 0
 
     @property
     def emulator_host(self) -> str:
         """Return host:port, the value for BIGTABLE_EMULATOR_HOST."""
-        return f"{self.host}:{self.port}"
+        return self.endpoint
+
+    def register(self, server: grpc.Server) -> None:
+        """Add the Bigtable service's change stream methods."""
+        server.add_generic_rpc_handlers((_handler(self),))
 
     def reads(self, row_range: RowRange | None = None) -> list[CallLogEntry]:
         """Return a copy of the ReadChangeStream log, optionally of one row range only."""
-        with self._log_lock:
-            return [
-                e
-                for e in self.call_log
-                if e.method == "ReadChangeStream" and (row_range is None or e.row_range == row_range)
-            ]
+        return self.logged(
+            lambda e: e.method == "ReadChangeStream" and (row_range is None or e.row_range == row_range)
+        )
 
     def early_child_reads(self, table: str) -> list[CallLogEntry]:
         """Return the reads of a child from its start that began before every parent's read closed it.
@@ -109,21 +100,9 @@ class BigtableSimulator:
                 early.append(entry)
         return early
 
-    def stop(self, grace: float = 1.0) -> None:
-        """Stop serving: open streams end, then the port is released."""
-        self._stopping.set()
-        if self._grpc is not None:
-            self._grpc.stop(grace).wait()
-
-    def _log(self, entry: CallLogEntry) -> CallLogEntry:
-        """Append a call to the log and return it."""
-        with self._log_lock:
-            self.call_log.append(entry)
-        return entry
-
     def generate_initial(self, request, context):
         """Yield the table's partitions live now (a GenerateInitialChangeStreamPartitions call)."""
-        entry = self._log(
+        entry = self.log(
             CallLogEntry("GenerateInitialChangeStreamPartitions", request.table_name, request.app_profile_id)
         )
         try:
@@ -132,20 +111,20 @@ class BigtableSimulator:
         except Refusal as refusal:
             entry.status, entry.closed_at = refusal.code.name, time.monotonic()
             context.abort(refusal.code, refusal.message)
-        for partition in model.topology.live_at(_now_us()):
+        for partition in model.topology.live_at(now_us()):
             entry.messages += 1
             yield encode.initial_partition(partition_range(partition))
         entry.status, entry.closed_at = "OK", time.monotonic()
 
     def read_change_stream(self, request, context):
         """Serve one ReadChangeStream call (see stream.py for what it sends)."""
-        entry = self._log(CallLogEntry("ReadChangeStream", request.table_name, request.app_profile_id))
+        entry = self.log(CallLogEntry("ReadChangeStream", request.table_name, request.app_profile_id))
         try:
             plan = self._plan(request, entry)
         except Refusal as refusal:
             entry.status, entry.closed_at = refusal.code.name, time.monotonic()
             context.abort(refusal.code, refusal.message)
-        faults = _Faults(
+        faults = Faults(
             self.config, self._fault_key(f"{plan.model.name}:{plan.lo}:{plan.hi}:{plan.progress.encode()}")
         )
         try:
@@ -170,7 +149,7 @@ class BigtableSimulator:
         """Return the checked plan of a read and note it in the log entry; Refusal if refused."""
         model = check_table(self.tables, self.config, request.table_name)
         check_app_profile(request.app_profile_id)
-        plan = plan_request(model, request, _now_us())
+        plan = plan_request(model, request, now_us())
         entry.row_range = plan.row_range
         if plan.from_tokens:
             entry.tokens = tuple(t.token for t in request.continuation_tokens.tokens)
@@ -181,11 +160,11 @@ class BigtableSimulator:
         entry.partition = served.token if served is not None else None
         return plan
 
-    def _serve(self, plan, faults: _Faults, entry: CallLogEntry, context):
+    def _serve(self, plan, faults: Faults, entry: CallLogEntry, context):
         """Yield the read's messages as the clock reaches them; break the stream when a fault says so."""
         items = plan_read(plan.model, plan.lo, plan.hi, plan.progress, plan.end_us, plan.heartbeat_us)
         for item in items:
-            if item.release_us > _now_us() and not self._wait_until(item.release_us, context):
+            if item.release_us > now_us() and not self.wait_until(item.release_us, context):
                 entry.status = "CANCELLED"  # the reader went away, or the server stops
                 return
             entry.changes += item.kind == DATA
@@ -203,35 +182,8 @@ class BigtableSimulator:
             if item.kind == CLOSE:
                 return
 
-    def _wait_until(self, ts_us: int, context) -> bool:
-        """Sleep until the wall clock reaches ts_us; False if the call or the server ended first."""
-        while True:
-            remaining = (ts_us - _now_us()) / 1e6
-            if remaining <= 0:
-                return True
-            if self._stopping.wait(min(remaining, _WAIT_SLICE_S)) or not context.is_active():
-                return False
-
 
 OUT_OF_RANGE_NAME = grpc.StatusCode.OUT_OF_RANGE.name
-
-
-class _Faults:
-    """The faults one call meets, drawn from a generator keyed by the seed, where it starts and how often."""
-
-    def __init__(self, config: BigtableSimulatorConfig, key: str):
-        self._rng = random.Random(f"{config.seed}:faults:{key}")
-        self.unavailable = config.fault("unavailable")
-        self.slow_s = config.fault("slow") / 1000
-
-    def before_message(self) -> None:
-        """Sleep as a slow stream would."""
-        if self.slow_s:
-            time.sleep(self.slow_s)
-
-    def broken(self) -> bool:
-        """Return whether the stream breaks (UNAVAILABLE) after the message just sent."""
-        return bool(self.unavailable) and self._rng.random() < self.unavailable
 
 
 def _handler(simulator: BigtableSimulator) -> grpc.GenericRpcHandler:
@@ -257,15 +209,4 @@ def start_server(
     config: BigtableSimulatorConfig, host: str = "127.0.0.1", port: int = 0
 ) -> BigtableSimulator:
     """Start serving on host:port (0 picks a free port) in background threads; return the simulator."""
-    simulator = BigtableSimulator(config)
-    pool = futures.ThreadPoolExecutor(
-        max_workers=simulator.config.max_workers, thread_name_prefix="bigtable-sim"
-    )
-    server = grpc.server(pool, options=[("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers((_handler(simulator),))
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if not bound:
-        raise OSError(f"cannot listen on {host}:{port}")
-    server.start()
-    simulator._grpc, simulator.host, simulator.port = server, host, bound
-    return simulator
+    return BigtableSimulator(config).listen(host, port)

@@ -9,11 +9,10 @@ in comes from the topology at its commit timestamp.
 from __future__ import annotations
 
 import random
-import threading
-from collections import OrderedDict
 
-from partitions.simulator.topology import Topology
-from partitions.simulator.workload import to_datetime
+from partitions.simulator.core import workload
+from partitions.simulator.core.clock import to_datetime
+from partitions.simulator.core.topology import Topology
 from partitions.sources.bigtable.records import (
     GARBAGE_COLLECTION,
     USER,
@@ -115,10 +114,8 @@ def generate_second(
     turn (seeding a generator per change would cost more than drawing the change).
     """
     rng = random.Random((seed << 40) ^ second)
-    tps = config.tps
-    count = 0 if tps <= 0 else min(999_999, max(0, round(rng.gauss(tps, (tps**0.5) / 2))))
     entries = []
-    for offset in sorted(rng.sample(range(1_000_000), count)):
+    for offset in sorted(rng.sample(range(1_000_000), workload.count_in_second(rng, config.tps))):
         commit_us = second * 1_000_000 + offset
         key, change = make_change(rng, commit_us, config)
         if commit_us >= topology.epoch_us:  # before the change stream was enabled nothing was captured
@@ -126,44 +123,15 @@ def generate_second(
     return entries
 
 
-class Second:
-    """The changes of one second, all together and by partition token."""
-
-    __slots__ = ("entries", "by_token")
-
-    def __init__(self, entries: list[Entry]):
-        self.entries = entries
-        self.by_token: dict[str, list[Entry]] = {}
-        for entry in entries:
-            self.by_token.setdefault(entry.token, []).append(entry)
-
-
-class Workload:
-    """Generated seconds of one table behind a bounded LRU cache, shared by every read."""
+class Workload(workload.Workload):
+    """The changes of one table, second by second, generated on first use and cached for every read."""
 
     def __init__(
         self, seed: int, config: BigtableSimulatorConfig, topology: Topology, max_entries: int = 400_000
     ):
+        super().__init__(max_entries)
         self.seed, self.config, self.topology = seed, config, topology
-        self._max_entries = max_entries
-        self._cache: OrderedDict[int, Second] = OrderedDict()
-        self._size = 0
-        self._lock = threading.Lock()
 
-    def second(self, s: int) -> Second:
-        """Return the changes of second s, generating them on first use."""
-        with self._lock:
-            found = self._cache.get(s)
-            if found is not None:
-                self._cache.move_to_end(s)
-                return found
-        # Generated outside the lock: two threads may both build it, identically.
-        built = Second(generate_second(self.seed, s, self.config, self.topology))
-        with self._lock:
-            found = self._cache.setdefault(s, built)
-            if found is built:
-                self._size += len(built.entries)
-                while self._size > self._max_entries and len(self._cache) > 1:
-                    _, old = self._cache.popitem(last=False)
-                    self._size -= len(old.entries)
-            return found
+    def generate(self, s: int) -> list[Entry]:
+        """Return the changes committed in [s, s + 1), in commit order."""
+        return generate_second(self.seed, s, self.config, self.topology)

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 from grpc import StatusCode
 
+from partitions.simulator.core.server import Refusal
+
 from .catalog import position_unavailable
-from .world import ACTIVE_JOBS, Job, Refusal, SimObject, SimStream
+from .world import ACTIVE_JOBS, Job, SimObject, SimStream
 
 PAUSE_FROM = frozenset({"RUNNING", "STARTING", "FAILED"})
 RESUME_FROM = frozenset({"NOT_STARTED", "PAUSED"})

@@ -5,10 +5,12 @@ from __future__ import annotations
 from google.cloud import monitoring_v3 as mon
 from grpc import StatusCode
 
+from partitions.simulator.core.server import Refusal
+
 from . import monitoring
 from .config import SimClock
 from .service import paginate
-from .world import Refusal, World
+from .world import World
 
 
 class MetricService:

@@ -21,7 +21,9 @@ from google.api import monitored_resource_pb2 as mr
 from google.cloud import monitoring_v3 as mon
 from grpc import StatusCode
 
-from .world import Refusal, SimStream
+from partitions.simulator.core.server import Refusal
+
+from .world import SimStream
 
 RESOURCE_TYPE = "datastream.googleapis.com/Stream"
 PREFIX = "datastream.googleapis.com/stream/"

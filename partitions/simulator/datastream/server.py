@@ -2,15 +2,13 @@
 
 Generic handlers with the messages' own serializers (proto-plus ``serialize`` and
 ``deserialize``, protobuf ``SerializeToString`` and ``FromString``), on a free port in a
-thread pool, as the Spanner simulator does. Every call is written to a request log (method,
+thread pool (core/server.py, as every simulator). Every call is written to a request log (method,
 resource, status) so a test or benchmark can count what a client cost.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from concurrent import futures
 from dataclasses import dataclass, field
 
 import grpc
@@ -21,10 +19,12 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 from google.protobuf import message as protobuf_message
 
+from partitions.simulator.core.server import GrpcSimulator, Refusal
+
 from .config import DatastreamSimConfig, SimClock
 from .metric_service import MetricService
 from .service import DatastreamService
-from .world import Refusal, World
+from .world import World
 
 DATASTREAM = "google.cloud.datastream.v1.Datastream"
 OPERATIONS = "google.longrunning.Operations"
@@ -42,40 +42,39 @@ class RequestRecord:
     at: float = field(default_factory=time.monotonic)
 
 
-class DatastreamSimulator:
-    """A running simulator: its config, clock, world, services and request log."""
+class DatastreamSimulator(GrpcSimulator):
+    """A running simulator: its config, clock, world, services and request log.
+
+    ``endpoint`` is the value for DATASTREAM_API_ENDPOINT and MONITORING_API_ENDPOINT.
+    """
+
+    threads = "dssim"
+    stop_grace = 0.5
 
     def __init__(self, config: DatastreamSimConfig, clock: SimClock | None = None):
         """Build the world and the services; nothing listens until start_server."""
         self.world = World(config)
-        self.config = self.world.config
+        super().__init__(self.world.config)
         self.clock = clock or SimClock()
         self.datastream = DatastreamService(self.world, self.clock)
         self.metrics = MetricService(self.world, self.clock, self.datastream.lock)
-        self._log: list[RequestRecord] = []
-        self._log_lock = threading.Lock()
-        self._grpc: grpc.Server | None = None
-        self.host, self.port = "", 0
 
-    @property
-    def endpoint(self) -> str:
-        """Return host:port, the value for DATASTREAM_API_ENDPOINT and MONITORING_API_ENDPOINT."""
-        return f"{self.host}:{self.port}"
+    def register(self, server: grpc.Server) -> None:
+        """Add the Datastream, Operations and MetricService services."""
+        server.add_generic_rpc_handlers(_handlers(self))
 
     def requests(self, method: str | None = None, since: int = 0) -> list[RequestRecord]:
         """Return the logged calls from index ``since`` on, optionally of one method only."""
-        with self._log_lock:
-            return [r for r in self._log[since:] if method is None or r.method == method]
+        return self.logged(lambda r: method is None or r.method == method, since)
 
     def mark(self) -> int:
         """Return the request log's length now: pass it as ``since`` to count what came after."""
         with self._log_lock:
-            return len(self._log)
+            return len(self.call_log)
 
     def record(self, service: str, method: str, target: str, code: str) -> None:
         """Append one call to the request log."""
-        with self._log_lock:
-            self._log.append(RequestRecord(service, method, target, code))
+        self.log(RequestRecord(service, method, target, code))
 
     def steady_streams(self, state: str, seconds: float) -> list[str]:
         """Return the streams in a state now that will stay in it for ``seconds`` (tests pick from these)."""
@@ -86,11 +85,6 @@ class DatastreamSimulator:
                 for s in self.world.streams.values()
                 if s.moment(now).state == state and s.steady(now, seconds)
             ]
-
-    def stop(self, grace: float = 0.5) -> None:
-        """Stop serving and release the port."""
-        if self._grpc is not None:
-            self._grpc.stop(grace).wait()
 
 
 def _target(request) -> str:
@@ -203,13 +197,4 @@ def start_server(
     config: DatastreamSimConfig, host: str = "127.0.0.1", port: int = 0, clock: SimClock | None = None
 ) -> DatastreamSimulator:
     """Start serving on host:port (0 picks a free port) in background threads; return the simulator."""
-    simulator = DatastreamSimulator(config, clock)
-    pool = futures.ThreadPoolExecutor(max_workers=simulator.config.max_workers, thread_name_prefix="dssim")
-    server = grpc.server(pool, options=[("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers(_handlers(simulator))
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if not bound:
-        raise OSError(f"cannot listen on {host}:{port}")
-    server.start()
-    simulator._grpc, simulator.host, simulator.port = server, host, bound
-    return simulator
+    return DatastreamSimulator(config, clock).listen(host, port)

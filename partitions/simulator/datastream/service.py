@@ -18,10 +18,12 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 from grpc import StatusCode
 
+from partitions.simulator.core.server import Refusal
+
 from . import actions, render
 from .actions import Outcome, Strategy
 from .config import SimClock
-from .world import Refusal, World
+from .world import World
 
 _DEFAULT_PAGE, _MAX_PAGE = 50, 1000  # the API's documented page sizes
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from partitions.simulator.core.server import Refusal
+
 from .catalog import (
     APPS,
     CONTAINERS,
@@ -29,15 +31,6 @@ from .config import DatastreamSimConfig
 from .timeline import Moment, Timeline
 
 ACTIVE_JOBS = ("PENDING", "ACTIVE")
-
-
-class Refusal(Exception):
-    """A request Datastream refuses: the gRPC status and Datastream's message."""
-
-    def __init__(self, code: grpc.StatusCode, message: str):
-        """Keep the gRPC status and Datastream's message."""
-        self.code, self.message = code, message
-        super().__init__(f"{code.name}: {message}")
 
 
 @dataclass(frozen=True)

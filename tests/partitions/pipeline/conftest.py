@@ -20,8 +20,8 @@ import pytest
 from django.db import connections
 
 from cdcweb.settings import database_config
-from partitions.simulator.config import SimulatorConfig, parse_fault
-from partitions.simulator.server import start_server
+from partitions.simulator.spanner.config import SimulatorConfig, parse_fault
+from partitions.simulator.spanner.server import start_server
 from tests import factories
 from tests.api.support import point_default_at
 

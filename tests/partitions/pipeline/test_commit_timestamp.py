@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from partitions.models import Partition
 from partitions.pipeline import landing
-from partitions.simulator.table_reads import table_ground_truth
+from partitions.simulator.spanner.table_reads import table_ground_truth
 from partitions.sources.landing import canonical_json
 from streams.models import Stream
 from tests.partitions.pipeline.conftest import _wait_for

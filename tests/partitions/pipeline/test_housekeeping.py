@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from cdcweb.reports.models import Report
 from partitions.models import LagSample, Partition
-from partitions.simulator.config import SimulatorConfig
-from partitions.simulator.server import start_server
+from partitions.simulator.spanner.config import SimulatorConfig
+from partitions.simulator.spanner.server import start_server
 from streams.models import Stream
 from tests.partitions.pipeline.conftest import TEST_ENV, _wait_for
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from partitions.models import Partition, PartitionEdge
 from partitions.pipeline import landing
-from partitions.simulator.groundtruth import ground_truth
+from partitions.simulator.spanner.groundtruth import ground_truth
 from partitions.sources.landing import DEDUPE_KEY
 from streams.models import Stream, StreamError
 

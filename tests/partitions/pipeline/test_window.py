@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from partitions.models import Partition
 from partitions.pipeline import checkpoint, services, window
-from partitions.simulator.groundtruth import ground_truth
-from partitions.simulator.workload import to_datetime
+from partitions.simulator.core.clock import to_datetime
+from partitions.simulator.spanner.groundtruth import ground_truth
 from partitions.sources.base import Ended, PartitionState
 from partitions.sources.spanner_change_stream.read import ChangeStreamRead
 from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect

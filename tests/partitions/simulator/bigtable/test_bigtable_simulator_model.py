@@ -11,7 +11,7 @@ from partitions.simulator.bigtable.config import BigtableSimulatorConfig
 from partitions.simulator.bigtable.groundtruth import ground_truth
 from partitions.simulator.bigtable.keys import partition_range
 from partitions.simulator.bigtable.model import TableModel
-from partitions.simulator.workload import to_us
+from partitions.simulator.core.clock import to_us
 from partitions.sources.bigtable.ranges import RowRange, covers
 from partitions.sources.bigtable.records import GARBAGE_COLLECTION, USER, SetCell
 

@@ -12,7 +12,7 @@ from google.api_core import exceptions
 
 from partitions.simulator.bigtable.keys import partition_range
 from partitions.simulator.bigtable.server import start_server
-from partitions.simulator.workload import to_datetime, to_us
+from partitions.simulator.core.clock import to_datetime, to_us
 from partitions.sources.bigtable.cursor import Token
 from partitions.sources.bigtable.ranges import RowRange, covers
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 from bigtable_support import BIGTABLE_CONFIG, source_for
 
-from partitions.simulator.bigtable.config import Fault
 from partitions.simulator.bigtable.server import start_server
+from partitions.simulator.core.config import Fault
 from partitions.sources.bigtable.kind import BigtableSource
 
 

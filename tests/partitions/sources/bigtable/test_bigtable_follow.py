@@ -10,7 +10,7 @@ from bigtable_support import BIGTABLE_CONFIG, OPTIONS, identity, past_window, so
 
 from partitions.simulator.bigtable.groundtruth import ground_truth
 from partitions.simulator.bigtable.server import start_server
-from partitions.simulator.workload import to_datetime
+from partitions.simulator.core.clock import to_datetime
 from partitions.sources.bigtable.cursor import split_generation
 from partitions.sources.bigtable.records import GARBAGE_COLLECTION, USER, SetCell
 

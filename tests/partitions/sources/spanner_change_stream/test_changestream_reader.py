@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from partitions.simulator.config import Fault
-from partitions.simulator.server import start_server
+from partitions.simulator.core.config import Fault
+from partitions.simulator.spanner.server import start_server
 from partitions.sources.spanner_change_stream.errors import PermanentSpannerError
 from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect, detect_dialect
 from partitions.sources.spanner_change_stream.records import ChildPartitionsRecord, DataChangeRecord

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from partitions.simulator.config import SimulatorConfig
-from partitions.simulator.server import start_server
+from partitions.simulator.spanner.config import SimulatorConfig
+from partitions.simulator.spanner.server import start_server
 from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect
 from partitions.sources.spanner_change_stream.records import ChildPartitionsRecord, DataChangeRecord
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from partitions.simulator.config import SimulatorConfig
-from partitions.simulator.server import start_server
+from partitions.simulator.spanner.config import SimulatorConfig
+from partitions.simulator.spanner.server import start_server
 from streams.times import format_time
 
 EPOCH = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)

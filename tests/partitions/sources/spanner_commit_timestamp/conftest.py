@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from partitions.simulator.config import SimulatorConfig
-from partitions.simulator.server import start_server
+from partitions.simulator.spanner.config import SimulatorConfig
+from partitions.simulator.spanner.server import start_server
 
 # 400 row versions/s per table, in groups sharing a commit timestamp; 19 shard values;
 # a key written again 60 s after its previous write, so a poller keeping up sees every version.

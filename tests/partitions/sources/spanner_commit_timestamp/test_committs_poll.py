@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from committs_support import as_json, poll_to_end, settings_for, sort_truth
 
-from partitions.simulator.table_reads import table_ground_truth
+from partitions.simulator.spanner.table_reads import table_ground_truth
 from partitions.sources.base import PROGRESS, Ended, PartitionState, PermanentSourceError, ReadOptions
 from partitions.sources.spanner_commit_timestamp.kind import KIND
 from partitions.sources.spanner_commit_timestamp.records import TableRowRecord

@@ -10,12 +10,12 @@ import partitions.sources.spanner_commit_timestamp as package
 
 MODULES = sorted(f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__))
 NEW_SIMULATOR_MODULES = [
-    "partitions.simulator.watched_tables",
-    "partitions.simulator.table_history",
-    "partitions.simulator.table_reads",
-    "partitions.simulator.table_sql",
-    "partitions.simulator.table_service",
-    "partitions.simulator.transactions",
+    "partitions.simulator.spanner.watched_tables",
+    "partitions.simulator.spanner.table_history",
+    "partitions.simulator.spanner.table_reads",
+    "partitions.simulator.spanner.table_sql",
+    "partitions.simulator.spanner.table_service",
+    "partitions.simulator.spanner.transactions",
 ]
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MANAGE = str(Path(__file__).resolve().parents[3] / "manage.py")
+MANAGE = str(Path(__file__).resolve().parents[4] / "manage.py")
 WINDOW = ["--start", "2024-05-01T09:10:00Z", "--end", "2024-05-01T09:10:05Z"]
 
 

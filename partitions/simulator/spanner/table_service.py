@@ -17,8 +17,10 @@ from datetime import UTC, datetime
 
 from google.cloud.spanner_v1 import ResultSetMetadata, StructType, Transaction, Type, TypeCode
 
+from partitions.simulator.core.clock import to_datetime, to_us
+from partitions.simulator.core.config import parse_timestamp
+
 from . import encode
-from .config import parse_timestamp
 from .faults import StreamFaults
 from .sql import QueryError
 from .table_history import TableHistory
@@ -27,7 +29,6 @@ from .table_sql import TableQuery, invalid, parse_table_query
 from .tables import format_ts
 from .transactions import ReadOnlyTransactions
 from .watched_tables import COMMITTED, TABLES, WatchedTable, find_table, same_name
-from .workload import to_datetime, to_us
 
 
 @dataclass

@@ -8,10 +8,8 @@ makes the simulator fast enough never to be the bottleneck of a benchmark.
 from __future__ import annotations
 
 import re
-import threading
 import time
 import uuid
-from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -22,22 +20,19 @@ from google.cloud.spanner_v1.types import Transaction
 from google.cloud.spanner_v1.types import spanner as spanner_types
 from google.protobuf import empty_pb2
 
+from partitions.simulator.core.clock import now_us, to_datetime, to_us
+from partitions.simulator.core.server import GrpcSimulator
+
 from . import encode
 from .config import SimulatorConfig
 from .faults import StreamFaults
 from .sql import QueryError, QuerySpec, check_query, check_retention, is_change_stream_query, parse_query
 from .stream import CHILD, DATA, HEARTBEAT, Position, initial_items, partition_items
 from .table_service import TableQueryLogEntry, TableService
-from .topology import Topology
-from .workload import Workload, to_datetime, to_us
+from .workload import Workload
 
 _DATABASE = re.compile(r"projects/[^/]+/instances/[^/]+/databases/(?P<db>[^/]+)")
 _DIALECTS = {"googlesql": DatabaseDialect.GOOGLE_STANDARD_SQL, "postgresql": DatabaseDialect.POSTGRESQL}
-_WAIT_SLICE_S = 0.2  # how late a cancelled live query notices it is gone
-
-
-def _now_us() -> int:
-    return time.time_ns() // 1000
 
 
 @dataclass
@@ -58,34 +53,24 @@ class QueryLogEntry:
     status: str = "RUNNING"  # then OK, CANCELLED or the error code's name
 
 
-class SimulatorServer:
-    """A running simulator: its resolved config, topology, workload and query log."""
+class SimulatorServer(GrpcSimulator):
+    """A running simulator: its resolved config, topology, workload and query log (``call_log``)."""
 
     def __init__(self, config: SimulatorConfig):
-        self.config = config.resolved()
-        epoch_us = to_us(self.config.epoch)
+        super().__init__(config.resolved())
         c = self.config
-        self.topology = Topology(
-            c.seed, epoch_us, c.roots, int(c.split_every * 1e6), int(c.merge_every * 1e6)
-        )
+        self.topology = c.topology()
         self.workload = Workload(c.seed, c.tps, c.max_keys, self.topology)
-        self.query_log: list[QueryLogEntry] = []
         self.tables = TableService(self)
-        self._log_lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._grpc: grpc.Server | None = None
-        self.port = 0
-        self.host = ""
 
     @property
     def emulator_host(self) -> str:
         """Return host:port, the value for SPANNER_EMULATOR_HOST."""
-        return f"{self.host}:{self.port}"
+        return self.endpoint
 
     def queries(self, token: str | None = None) -> list[QueryLogEntry]:
         """Return a copy of the query log, optionally only one partition's queries."""
-        with self._log_lock:
-            return [q for q in self.query_log if token is None or q.token == token]
+        return self.logged(lambda q: token is None or q.token == token)
 
     def table_queries(self, table: str | None = None) -> list[TableQueryLogEntry]:
         """Return a copy of the log of table poll queries, optionally of one table only."""
@@ -100,12 +85,6 @@ class SimulatorServer:
                     encode.entry_value(entry, dialect)
                 count += 1
         return count
-
-    def stop(self, grace: float = 1.0) -> None:
-        """Stop serving: open streams end, then the port is released."""
-        self._stopping.set()
-        if self._grpc is not None:
-            self._grpc.stop(grace).wait()
 
     # -- Spanner ---------------------------------------------------------------
 
@@ -154,9 +133,9 @@ class SimulatorServer:
             items, position = self._plan(spec, database, bytes(request.resume_token))
         except QueryError as error:
             entry.status, entry.closed_at = error.code.name, time.monotonic()
-            self._log(entry)
+            self.log(entry)
             context.abort(error.code, error.message)
-        self._log(entry)
+        self.log(entry)
         faults = StreamFaults(self.config, f"{spec.token}:{spec.start_us}:{position.count}")
         try:
             yield from self._serve(spec, items, position, faults, entry, context)
@@ -167,30 +146,31 @@ class SimulatorServer:
         finally:
             entry.closed_at = time.monotonic()
 
+    def register(self, server: grpc.Server) -> None:
+        """Add the Spanner service and the part of DatabaseAdmin the client asks for the dialect."""
+        server.add_generic_rpc_handlers((_spanner_handler(self),))
+        admin_grpc.add_DatabaseAdminServicer_to_server(_AdminServicer(self), server)
+
     def begin_transaction(self, request, context):
         self._database(request.session, context)
         return self.tables.begin_transaction(request, context)
 
-    def _log(self, entry: QueryLogEntry) -> None:
-        with self._log_lock:
-            self.query_log.append(entry)
-
     def _plan(self, spec: QuerySpec, database: str, resume_token: bytes):
         """Return the item iterator and start position of a checked query."""
-        now_us = _now_us()
+        now = now_us()
         if resume_token:
             try:
                 position = Position.decode(resume_token)
             except ValueError:
                 raise QueryError(grpc.StatusCode.INVALID_ARGUMENT, "Invalid resume token") from None
             # The records a resumed query would send next may have aged out meanwhile.
-            check_retention(max(spec.start_us, position.last_us), self.config, now_us, "resume position")
+            check_retention(max(spec.start_us, position.last_us), self.config, now, "resume position")
         else:
-            check_query(spec, self.config, database, now_us)
+            check_query(spec, self.config, database, now)
             position = Position(0, spec.start_us, 0)
         if spec.token is None:
             return initial_items(self.topology, spec.start_us, position), position
-        self.topology.ensure(now_us)
+        self.topology.ensure(now)
         part = self.topology.get(spec.token)
         if part is None:
             raise QueryError(grpc.StatusCode.INVALID_ARGUMENT, f"Invalid partition token: {spec.token}")
@@ -202,15 +182,6 @@ class SimulatorServer:
             )
         return partition_items(self.workload, part, spec.end_us, spec.heartbeat_ms, position), position
 
-    def _wait_until(self, ts_us: int, context) -> bool:
-        """Sleep until the wall clock reaches ts_us; False if the call or server ended first."""
-        while True:
-            remaining = (ts_us - _now_us()) / 1e6
-            if remaining <= 0:
-                return True
-            if self._stopping.wait(min(remaining, _WAIT_SLICE_S)) or not context.is_active():
-                return False
-
     def _serve(self, spec: QuerySpec, items, position: Position, faults: StreamFaults, entry, context):
         dialect, cfg = spec.dialect, self.config
         head = encode.metadata(dialect, cfg.stream)
@@ -219,10 +190,10 @@ class SimulatorServer:
         token = position.encode()
         sent_any = ended_by_child = False
         for item in items:
-            if batch and (item.ts_us > _now_us() or len(batch) >= cfg.batch_rows or size >= cfg.batch_bytes):
+            if batch and (item.ts_us > now_us() or len(batch) >= cfg.batch_rows or size >= cfg.batch_bytes):
                 yield from self._message(head, batch, token, faults, entry, context)
                 head, batch, size, sent_any = b"", [], 0, True
-            if item.ts_us > _now_us() and not self._wait_until(item.ts_us, context):
+            if item.ts_us > now_us() and not self.wait_until(item.ts_us, context):
                 return
             value = self._value(item, dialect, faults)
             batch.append(value)
@@ -235,7 +206,7 @@ class SimulatorServer:
         # heartbeat falls due before it; ending earlier let a reader take the end as its
         # watermark and start its next window in the future (INVALID_ARGUMENT).
         if spec.end_us is not None and not ended_by_child:
-            self._wait_until(spec.end_us, context)
+            self.wait_until(spec.end_us, context)
 
     def _value(self, item, dialect: str, faults: StreamFaults) -> bytes:
         if item.kind == DATA:
@@ -319,16 +290,4 @@ def _spanner_handler(server: SimulatorServer) -> grpc.GenericRpcHandler:
 
 def start_server(config: SimulatorConfig, host: str = "127.0.0.1", port: int = 0) -> SimulatorServer:
     """Start serving on host:port (0 picks a free port) in background threads; return the server."""
-    simulator = SimulatorServer(config)
-    pool = futures.ThreadPoolExecutor(
-        max_workers=simulator.config.max_workers, thread_name_prefix="simulator"
-    )
-    server = grpc.server(pool, options=[("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers((_spanner_handler(simulator),))
-    admin_grpc.add_DatabaseAdminServicer_to_server(_AdminServicer(simulator), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if not bound:
-        raise OSError(f"cannot listen on {host}:{port}")
-    server.start()
-    simulator._grpc, simulator.host, simulator.port = server, host, bound
-    return simulator
+    return SimulatorServer(config).listen(host, port)

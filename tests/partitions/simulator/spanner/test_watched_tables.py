@@ -17,13 +17,13 @@ from google.api_core.exceptions import InvalidArgument
 from google.cloud.spanner_v1 import param_types
 from simulator_rows import make_client
 
-from partitions.simulator.config import SimulatorConfig, parse_fault
-from partitions.simulator.server import start_server
-from partitions.simulator.table_history import TableHistory
-from partitions.simulator.table_reads import table_ground_truth
-from partitions.simulator.workload import to_us
+from partitions.simulator.core.clock import to_us
+from partitions.simulator.spanner.config import SimulatorConfig, parse_fault
+from partitions.simulator.spanner.server import start_server
+from partitions.simulator.spanner.table_history import TableHistory
+from partitions.simulator.spanner.table_reads import table_ground_truth
 
-MANAGE = str(Path(__file__).resolve().parents[3] / "manage.py")
+MANAGE = str(Path(__file__).resolve().parents[4] / "manage.py")
 POLL = (
     "SELECT * FROM `Events` WHERE `LastModified` > @after "
     "ORDER BY `LastModified`, `TenantId`, `EventId` LIMIT @limit"

@@ -9,16 +9,14 @@ transaction whose keys fall in several partitions yields records in each of them
 from __future__ import annotations
 
 import random
-import threading
-from collections import OrderedDict
-from datetime import UTC, datetime, timedelta
 
+from partitions.simulator.core import workload
+from partitions.simulator.core.clock import to_datetime
+from partitions.simulator.core.topology import Topology
 from partitions.sources.spanner_change_stream.records import DataChangeRecord
 
 from .tables import TABLES, TABLES_BY_NAME, column_types, make_mod
-from .topology import Topology
 
-_UNIX = datetime(1970, 1, 1, tzinfo=UTC)
 _MOD_TYPES = ("INSERT", "UPDATE", "UPDATE", "UPDATE", "DELETE")
 _ACTIONS = ("checkout", "restock", "signup", "refund", "capture", "backfill")
 _SYSTEM_CHANCE = 0.01  # a TTL delete now and then: the only system transactions
@@ -35,23 +33,6 @@ class Entry:
         self.token = token
         self.record = record
         self.wire: dict[str, bytes] = {}  # dialect -> framed PartialResultSet value
-
-
-def to_datetime(us: int) -> datetime:
-    """Return the aware UTC datetime for microseconds since 1970."""
-    return _UNIX + timedelta(microseconds=us)
-
-
-def to_us(value: datetime) -> int:
-    """Return microseconds since 1970 for an aware datetime."""
-    delta = value - _UNIX
-    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _transaction_count(rng: random.Random, tps: float) -> int:
-    if tps <= 0:
-        return 0
-    return min(999_999, max(0, round(rng.gauss(tps, (tps**0.5) / 2))))
 
 
 def _writes(rng: random.Random, max_keys: int, system: bool) -> list[tuple]:
@@ -112,7 +93,7 @@ def _transaction_records(
 def generate_second(seed: int, second: int, tps: float, max_keys: int, topology: Topology) -> list[Entry]:
     """Return the records committed in [second, second + 1), in commit order."""
     rng = random.Random((seed << 40) ^ second)
-    count = _transaction_count(rng, tps)
+    count = workload.count_in_second(rng, tps)
     offsets = sorted(rng.sample(range(1_000_000), count))
     entries: list[Entry] = []
     for i, offset in enumerate(offsets):
@@ -125,44 +106,13 @@ def generate_second(seed: int, second: int, tps: float, max_keys: int, topology:
     return entries
 
 
-class Second:
-    """The records of one second, all together and by partition token."""
-
-    __slots__ = ("entries", "by_token")
-
-    def __init__(self, entries: list[Entry]):
-        self.entries = entries
-        self.by_token: dict[str, list[Entry]] = {}
-        for entry in entries:
-            self.by_token.setdefault(entry.token, []).append(entry)
-
-
-class Workload:
-    """Generated seconds behind a bounded LRU cache, shared by every query."""
+class Workload(workload.Workload):
+    """The records of every second, generated on first use and cached for every query."""
 
     def __init__(self, seed: int, tps: float, max_keys: int, topology: Topology, max_entries: int = 500_000):
+        super().__init__(max_entries)
         self.seed, self.tps, self.max_keys, self.topology = seed, tps, max_keys, topology
-        self._max_entries = max_entries
-        self._cache: OrderedDict[int, Second] = OrderedDict()
-        self._size = 0
-        self._lock = threading.Lock()
 
-    def second(self, s: int) -> Second:
-        """Return the records of second s, generating them on first use."""
-        with self._lock:
-            found = self._cache.get(s)
-            if found is not None:
-                self._cache.move_to_end(s)
-                return found
-        # Generated outside the lock: two threads may both build it, identically.
-        built = Second(generate_second(self.seed, s, self.tps, self.max_keys, self.topology))
-        with self._lock:
-            found = self._cache.get(s)
-            if found is not None:
-                return found
-            self._cache[s] = built
-            self._size += len(built.entries)
-            while self._size > self._max_entries and len(self._cache) > 1:
-                _, old = self._cache.popitem(last=False)
-                self._size -= len(old.entries)
-        return built
+    def generate(self, s: int) -> list[Entry]:
+        """Return the records committed in [s, s + 1), in commit order."""
+        return generate_second(self.seed, s, self.tps, self.max_keys, self.topology)

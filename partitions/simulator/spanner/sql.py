@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import grpc
 
+from partitions.simulator.core.clock import to_us
+from partitions.simulator.core.config import parse_timestamp
+from partitions.simulator.core.server import Refusal
 from partitions.sources.spanner_change_stream.query import (
     GOOGLESQL,
     MAX_HEARTBEAT_MS,
@@ -20,9 +23,8 @@ from partitions.sources.spanner_change_stream.query import (
     POSTGRESQL,
 )
 
-from .config import SimulatorConfig, parse_timestamp
+from .config import SimulatorConfig
 from .tables import format_ts
-from .workload import to_us
 
 _ARG = r"(@\w+|\$\d+|NULL|'[^']*'|\"[^\"]*\"|-?\d+)"
 _GOOGLESQL = re.compile(
@@ -39,13 +41,8 @@ _POSTGRESQL = re.compile(
 )
 
 
-class QueryError(Exception):
+class QueryError(Refusal):
     """A query Spanner would refuse: a gRPC status code and a message."""
-
-    def __init__(self, code: grpc.StatusCode, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -10,26 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
+from partitions.simulator.core.clock import to_us
 from partitions.sources.spanner_change_stream.jsonl import record_to_json_line
 from partitions.sources.spanner_change_stream.records import DataChangeRecord
 
 from .config import SimulatorConfig
-from .topology import Topology
-from .workload import Workload, to_us
+from .workload import Workload
 
 
 def build_workload(config: SimulatorConfig) -> Workload:
     """Return the workload (and its topology) of a config whose epoch is resolved."""
-    if config.epoch is None:
-        raise ValueError("the config's epoch must be set: use config.resolved() or the server's config")
-    topology = Topology(
-        config.seed,
-        to_us(config.epoch),
-        config.roots,
-        int(config.split_every * 1_000_000),
-        int(config.merge_every * 1_000_000),
-    )
-    return Workload(config.seed, config.tps, config.max_keys, topology, max_entries=50_000)
+    return Workload(config.seed, config.tps, config.max_keys, config.topology(), max_entries=50_000)
 
 
 def ground_truth(

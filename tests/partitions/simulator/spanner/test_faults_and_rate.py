@@ -11,9 +11,9 @@ from google.cloud.spanner_v1.types import ExecuteSqlRequest, PartialResultSet
 from google.protobuf import struct_pb2
 from simulator_rows import Reader
 
-from partitions.simulator.config import SimulatorConfig, parse_fault
-from partitions.simulator.server import start_server
-from partitions.simulator.workload import to_datetime
+from partitions.simulator.core.clock import to_datetime
+from partitions.simulator.spanner.config import SimulatorConfig, parse_fault
+from partitions.simulator.spanner.server import start_server
 from partitions.sources.spanner_change_stream.query import build_query
 
 GSQL, PG = "googlesql", "postgresql"

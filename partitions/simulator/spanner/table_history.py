@@ -19,6 +19,8 @@ import random
 import threading
 from collections import OrderedDict
 
+from partitions.simulator.core.workload import SecondCache, count_in_second
+
 MAX_UPDATES = 3  # a key is written at most four times: its insert and three updates
 _UPDATE_CHANCE = 0.5
 VERSIONS_PER_KEY = sum(_UPDATE_CHANCE**j for j in range(MAX_UPDATES + 1))  # 1.875
@@ -74,6 +76,12 @@ class Second:
         return versions[bisect.bisect_right(order, position) :]
 
 
+def _weight(second: Second) -> int:
+    """Return what a cached second counts against the bound: its versions, one if it has none."""
+    # An empty second weighs one, so a quiet table's cache stays bounded too.
+    return max(len(second.versions), 1)
+
+
 class TableHistory:
     """The generated versions of one table history, seconds cached behind a bounded LRU."""
 
@@ -91,24 +99,12 @@ class TableHistory:
         self.update_after_s, self.update_after_us = update_after_s, update_after_s * 1_000_000
         self._salt = mix(seed, *history.encode())
         self._births: OrderedDict[int, list] = OrderedDict()
-        self._seconds: OrderedDict[int, Second] = OrderedDict()
-        self._max = max_versions
         self._lock = threading.Lock()
+        self._seconds = SecondCache(lambda s: Second(self._versions(s)), _weight, max_versions, keep=2)
 
     def second(self, s: int) -> Second:
         """Return the versions committed in [s, s + 1), generating them on first use."""
-        with self._lock:
-            found = self._seconds.get(s)
-            if found is not None:
-                self._seconds.move_to_end(s)
-                return found
-        # Built outside the lock: two threads may both build it, identically.
-        built = Second(self._versions(s))
-        with self._lock:
-            self._seconds[s] = built
-            while len(self._seconds) > 2 and len(self._seconds) * max(len(built.versions), 1) > self._max:
-                self._seconds.popitem(last=False)
-        return built
+        return self._seconds.get(s)
 
     def _versions(self, s: int) -> list[Version]:
         """Return second s's versions: its inserts, and updates of keys born U, 2U, 3U seconds before."""
@@ -145,7 +141,7 @@ class TableHistory:
         """Return the rows inserted in second s, grouped in transactions sharing a commit timestamp."""
         rng = random.Random(mix(self._salt, s))
         mean = self.rate / VERSIONS_PER_KEY
-        rows = min(999_999, max(0, round(rng.gauss(mean, mean**0.5 / 2)))) if mean > 0 else 0
+        rows = count_in_second(rng, mean)
         sizes = []
         while rows > 0:
             size = 1 if rng.random() < _SINGLE_ROW_CHANCE else rng.randint(2, _MAX_GROUP)

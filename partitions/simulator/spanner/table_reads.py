@@ -13,11 +13,12 @@ import math
 from collections.abc import Iterator
 from datetime import datetime
 
+from partitions.simulator.core.clock import to_us
+
 from .config import SimulatorConfig
 from .table_history import TableHistory, Version
 from .tables import format_ts
 from .watched_tables import SHARD, TABLES, WatchedTable, find_table
-from .workload import to_us
 
 
 class _Lowest:

@@ -10,9 +10,9 @@ from google.cloud.spanner_admin_database_v1 import DatabaseDialect
 from google.cloud.spanner_v1 import ExecuteSqlRequest
 from simulator_rows import normalize
 
-from partitions.simulator.groundtruth import ground_truth
-from partitions.simulator.stream import Position
-from partitions.simulator.workload import to_datetime, to_us
+from partitions.simulator.core.clock import to_datetime, to_us
+from partitions.simulator.spanner.groundtruth import ground_truth
+from partitions.simulator.spanner.stream import Position
 from partitions.sources.spanner_change_stream.jsonl import format_timestamp, record_fields, record_to_json
 
 GSQL, PG = "googlesql", "postgresql"

@@ -12,13 +12,14 @@ import json
 
 from google.cloud.spanner_v1 import ResultSetMetadata
 
+from partitions.simulator.core.clock import to_us
 from partitions.sources.spanner_change_stream.jsonl import record_fields
 from partitions.sources.spanner_change_stream.query import GOOGLESQL
 from partitions.sources.spanner_change_stream.records import ChildPartitionsRecord, DataChangeRecord
 from partitions.sources.spanner_change_stream.schema import googlesql_row_type, postgresql_row_type
 
 from .tables import format_ts
-from .workload import Entry, to_us
+from .workload import Entry
 
 _NULL = b"\x08\x00"  # Value.null_value = NULL_VALUE
 _TRUE = b"\x20\x01"  # Value.bool_value = true (oneof members are sent even when false)

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from partitions.simulator.core.clock import to_datetime
+from partitions.simulator.core.topology import Partition, Topology
 from partitions.sources.spanner_change_stream.records import ChildPartition, ChildPartitionsRecord
 
-from .topology import Partition, Topology
-from .workload import Workload, to_datetime
+from .workload import Workload
 
 DATA, HEARTBEAT, CHILD = "data", "heartbeat", "child"
 

@@ -1,0 +1,70 @@
+"""A simulator's server life: a free port, a log of calls, live waits that end when it stops."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from partitions.simulator.core.clock import now_us
+from partitions.simulator.core.server import GrpcSimulator
+
+
+class Bare(GrpcSimulator):
+    """A simulator that serves no service: only the lifecycle under test."""
+
+    def __init__(self):
+        super().__init__(SimpleNamespace(max_workers=2))
+
+    def register(self, server) -> None:
+        pass
+
+
+class LiveCall:
+    """A gRPC context whose client never goes away."""
+
+    def is_active(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def bare():
+    simulator = Bare().listen()
+    yield simulator
+    simulator.stop(grace=0)
+
+
+def test_a_simulator_listens_on_a_free_port_and_gives_it_back_when_stopped(bare):
+    # given a simulator on a free port
+    assert bare.port > 0
+    assert bare.endpoint == f"127.0.0.1:{bare.port}"
+    # then a second one cannot take that port while it serves
+    with pytest.raises((OSError, RuntimeError)):
+        Bare().listen(port=bare.port)
+    # and can once it stopped
+    bare.stop(grace=0)
+    again = Bare().listen(port=bare.port)
+    again.stop(grace=0)
+
+
+def test_a_live_wait_ends_as_soon_as_the_simulator_stops(bare):
+    # given a call waiting for a moment an hour away
+    waited = []
+    an_hour_away = now_us() + 3600 * 10**6
+    waiter = threading.Thread(target=lambda: waited.append(bare.wait_until(an_hour_away, LiveCall())))
+    waiter.start()
+    # when the simulator stops
+    bare.stop(grace=0)
+    # then the wait ends within a slice, saying the moment was not reached
+    waiter.join(timeout=2)
+    assert waited == [False]
+    assert bare.wait_until(now_us() - 1, LiveCall()) is True
+
+
+def test_the_call_log_is_copied_and_filtered(bare):
+    entries = [bare.log(SimpleNamespace(method=m)) for m in ("Read", "List", "Read")]
+    assert bare.logged() == entries
+    assert bare.logged(lambda e: e.method == "Read", since=1) == [entries[2]]
+    bare.logged().clear()
+    assert len(bare.call_log) == 3
