@@ -7,10 +7,13 @@ from django.contrib import admin
 from .models import LagSample, Partition, PartitionEdge
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Show rows; never add, change or delete them by hand."""
+class ReadOnly:
+    """Show rows; never add, change or delete them by hand: the pipeline, beat or a delivery owns them.
 
-    def has_add_permission(self, request):
+    A mixin for model admins and inlines alike (the alerts' and the streams' admins use it too).
+    """
+
+    def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
@@ -18,6 +21,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
+    """A model admin that only shows rows."""
 
 
 @admin.register(Partition)

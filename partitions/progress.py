@@ -41,11 +41,19 @@ def retention(stream: Stream) -> timedelta | None:
     return kind.retention(stream.connection) if kind is not None else None
 
 
-def partition_lag(state: str, watermark: datetime, until: datetime) -> float | None:
+def lag_seconds(watermark: datetime | float, until: datetime | float) -> float:
+    """Return how far a watermark is behind `until`, in seconds, never below 0: the one lag formula.
+
+    Both are datetimes, or both epoch seconds (the lineage query computes those for 10,000
+    partitions at a time). A stream's lag is its low watermark's, a partition's its own.
+    """
+    behind = until - watermark
+    return max(0.0, behind.total_seconds() if isinstance(behind, timedelta) else behind)
+
+
+def partition_lag(state: str, watermark: datetime | float, until: datetime | float) -> float | None:
     """Return a partition's lag in seconds (its watermark behind `until`); None once it finished."""
-    if state == P.FINISHED:
-        return None
-    return max(0.0, (until - watermark).total_seconds())
+    return None if state == P.FINISHED else lag_seconds(watermark, until)
 
 
 @dataclass(frozen=True)
@@ -139,7 +147,7 @@ def _progress(stream: Stream, totals: _Totals, now: datetime) -> StreamProgress:
         low = totals.last_end or totals.last_watermark  # all finished: where the stream ended
     else:
         low = None
-    lag = None if low is None else max(0.0, (horizon(stream, now) - low).total_seconds())
+    lag = None if low is None else lag_seconds(low, horizon(stream, now))
     holder = totals.holder if unfinished else None
     return StreamProgress(
         stream_id=stream.pk,

@@ -16,7 +16,7 @@ from streams.models import Stream
 from streams.times import format_time
 
 from .models import LagSample, Partition, PartitionEdge
-from .progress import horizon
+from .progress import horizon, partition_lag
 
 NODE_FIELDS = ("id", "token", "label", "state", "data_records", "mods", "heartbeats", "bytes", "stalled")
 LAG_FIELDS = (
@@ -81,7 +81,6 @@ def _overlapping(queryset, since: datetime | None, until: datetime | None):
 
 def _node(row: dict, parents: int, until: float) -> dict:
     """Return one lineage node from a partition's values() row (times as text, lag from epochs)."""
-    finished = row["state"] == Partition.State.FINISHED
     return {
         "id": row["id"],
         "token": row["token"],
@@ -90,8 +89,7 @@ def _node(row: dict, parents: int, until: float) -> dict:
         "start_at": row["start_at_iso"],
         "end_at": row["end_at_iso"],
         "watermark": row["watermark_iso"],
-        # progress.partition_lag's rule, on epochs the query computed (10,000 nodes at a time)
-        "lag_seconds": 0.0 if finished else max(0.0, until - row["watermark_epoch"]),
+        "lag_seconds": partition_lag(row["state"], row["watermark_epoch"], until) or 0.0,
         "data_records": row["data_records"],
         "mods": row["mods"],
         "heartbeats": row["heartbeats"],

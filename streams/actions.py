@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
+from . import dispatch
 from .models import Stream
 from .times import format_time
 from .transitions import TransitionNotAllowed, transition
@@ -28,15 +28,7 @@ class InvalidAction(ValueError):
 
 def _enqueue(task_name: str, stream_id: int) -> None:
     """Send the pipeline's task <task_name>(stream_id) by its name once the transaction commits."""
-    name = f"partitions.pipeline.tasks.{task_name}"
-    transaction.on_commit(lambda: _send(name, (stream_id,)))
-
-
-def _send(name: str, args: tuple) -> None:
-    if current_app.conf.task_always_eager:
-        current_app.tasks[name].apply(args)  # CELERY_TASK_ALWAYS_EAGER: in-process, for debugging
-    else:
-        current_app.send_task(name, args)
+    dispatch.send_after_commit(f"partitions.pipeline.tasks.{task_name}", stream_id)
 
 
 def start(stream: Stream, by: str, reason: str = "") -> Stream:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
+from partitions.admin import ReadOnly
+
 from .forms import ChannelForm
 from .models import Alert, AlertRule, Channel, DeliveryAttempt, Silence
 from .rules import rule_errors
@@ -66,16 +68,6 @@ class SilenceAdmin(admin.ModelAdmin):
     list_display = ("id", "rule", "stream", "starts_at", "ends_at", "created_by", "comment")
     list_filter = ("rule", "stream")
     readonly_fields = ("created_by", "created_at")
-
-
-class ReadOnly:
-    """Show rows; never add or change them by hand: evaluations and deliveries own them."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class DeliveryAttemptInline(ReadOnly, admin.TabularInline):

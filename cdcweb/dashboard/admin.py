@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from partitions.admin import ReadOnly, ReadOnlyAdmin
 from partitions.progress import StreamProgress, progress
 from partitions.sources import DEFAULT_KIND, KINDS
 from streams import actions
@@ -29,18 +30,12 @@ STATE_FIELDS = (
 )
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(ReadOnly, admin.TabularInline):
     """An inline that shows rows and never lets anyone edit them."""
 
     extra = 0
     can_delete = False
     show_change_link = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class StreamTransitionInline(ReadOnlyInline):
@@ -154,16 +149,7 @@ class StreamAdmin(admin.ModelAdmin):
 
 
 @admin.register(StreamTransition)
-class StreamTransitionAdmin(admin.ModelAdmin):
+class StreamTransitionAdmin(ReadOnlyAdmin):
     list_display = ("at", "stream", "from_state", "to_state", "by", "reason")
     list_filter = ("to_state", "from_state")
     search_fields = ("stream__name", "by", "reason")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

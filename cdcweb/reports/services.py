@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from partitions.models import Partition
+from streams import dispatch
 from streams.models import Stream
 
 from .assumptions import label, reader_assumptions
@@ -56,11 +57,12 @@ def range_errors(since: datetime | None, until: datetime | None) -> dict[str, st
     return {}
 
 
-def enqueue(report: Report) -> None:
-    """Send the report's task once the transaction that created it commits."""
-    from .tasks import run_report_task
+RUN_TASK = "cdcweb.reports.tasks.run_report_task"
 
-    transaction.on_commit(lambda: run_report_task.delay(report.pk))
+
+def enqueue(report: Report) -> None:
+    """Send the report's task (by name: tasks.py calls this module) once the transaction commits."""
+    dispatch.send_after_commit(RUN_TASK, report.pk)
 
 
 def create_report(stream: Stream, since: datetime, until: datetime, by: str, kind: str = "all") -> Report:

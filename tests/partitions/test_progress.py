@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from partitions.models import Partition
-from partitions.progress import progress
+from partitions.progress import lag_seconds, partition_lag, progress
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -78,3 +78,12 @@ def test_progress_costs_one_query_whatever_the_partition_count(
     assert found.data_records == count
     assert found.holding_token == "token-0"
     assert found.low_watermark == T0
+
+
+def test_one_lag_formula_for_datetimes_and_epochs():
+    at = datetime(2026, 11, 25, 12, tzinfo=UTC)
+    assert lag_seconds(at, at + timedelta(seconds=90)) == 90.0
+    assert lag_seconds(at.timestamp(), at.timestamp() + 90) == 90.0
+    assert lag_seconds(at + timedelta(seconds=5), at) == 0.0  # a watermark ahead of now is not negative lag
+    assert partition_lag("FINISHED", at, at + timedelta(hours=1)) is None
+    assert partition_lag("RUNNING", at.timestamp(), at.timestamp() + 3) == 3.0

@@ -74,6 +74,19 @@ def api(users):
 
 
 @pytest.fixture
+def sent(monkeypatch) -> list[int]:
+    """Record the ids of the reports whose task is sent (by name, through streams.dispatch)."""
+    ids: list[int] = []
+
+    def send(name: str, args: tuple) -> None:
+        assert name == "cdcweb.reports.tasks.run_report_task"
+        ids.append(args[0])
+
+    monkeypatch.setattr("streams.dispatch.send", send)
+    return ids
+
+
+@pytest.fixture
 def stream(db) -> Stream:
     return make_stream("orders", start_at=timezone.now())
 

@@ -12,14 +12,6 @@ from cdcweb.reports.models import Report
 BODY = {"since": "2026-11-20T00:00:00Z", "until": "2026-11-21T00:00:00Z"}
 
 
-@pytest.fixture
-def sent(monkeypatch):
-    """Record the report ids whose task would be sent."""
-    ids = []
-    monkeypatch.setattr("cdcweb.reports.tasks.run_report_task.delay", ids.append)
-    return ids
-
-
 @pytest.mark.parametrize(("role", "expected"), [(None, 401), ("viewer", 403), ("operator", 201)])
 def test_only_operators_create_reports(api, stream, sent, role, expected, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):

@@ -54,10 +54,8 @@ def test_viewers_cannot_open_the_new_report_form(as_viewer, stream):
 
 
 def test_operator_creates_a_report_and_its_task_is_sent(
-    as_operator, stream, monkeypatch, django_capture_on_commit_callbacks
+    as_operator, stream, sent, django_capture_on_commit_callbacks
 ):
-    sent = []
-    monkeypatch.setattr("cdcweb.reports.tasks.run_report_task.delay", sent.append)
     body = {"stream": stream.pk, "since": "2026-11-20T00:00", "until": "2026-11-21T00:00"}
     with django_capture_on_commit_callbacks(execute=True):
         response = as_operator.post("/reports/new/", body)

@@ -211,10 +211,9 @@ def test_a_restarted_worker_fails_the_reports_it_left_running(running_report, st
     assert Report.objects.get(pk=other.pk).status == S.RUNNING
 
 
-def test_daily_reports_cover_yesterday_once_per_stream_with_data(stream, django_capture_on_commit_callbacks,
-                                                               monkeypatch):  # fmt: skip
-    sent = []
-    monkeypatch.setattr("cdcweb.reports.tasks.run_report_task.delay", sent.append)
+def test_daily_reports_cover_yesterday_once_per_stream_with_data(
+    stream, sent, django_capture_on_commit_callbacks
+):
     now = datetime(2026, 11, 22, 0, 30, tzinfo=UTC)
     idle = make_stream("idle", change_stream="I", start_at=stream.start_at)
     Partition.objects.create(stream=stream, token="t", start_at=now - timedelta(days=2),

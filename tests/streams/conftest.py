@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from streams import actions
+from streams import dispatch
 
 
 class SentTask:
@@ -24,5 +24,5 @@ def sent_tasks(monkeypatch):
     def send(name: str, args: tuple) -> None:
         getattr(tasks, name.rsplit(".", 1)[1]).sent.append(args[0])
 
-    monkeypatch.setattr(actions, "_send", send)
+    monkeypatch.setattr(dispatch, "send", send)
     return tasks
