@@ -116,6 +116,31 @@ def ensure_streams() -> list[str]:
     return done
 
 
+# A few example rules, so a new user sees what alerts look like (no channel: they show on
+# /alerts/ only; add a webhook, Slack or email channel to send them).
+DEMO_RULES = (
+    {"name": "demo: lag above 1 min", "kind": "lag_above", "threshold_seconds": 60, "for_minutes": 2},
+    {"name": "demo: lag growing", "kind": "lag_growing"},
+    {"name": "demo: partition stalled", "kind": "partition_stalled"},
+    {"name": "demo: stream failed", "kind": "stream_failed", "for_minutes": 1},
+    {"name": "demo: near the end of retention", "kind": "retention", "retention_hours": 6},
+)
+
+
+def ensure_alert_rules() -> list[str]:
+    """Create the example alert rules (every stream) that do not exist yet; return what was done."""
+    from cdcweb.alerts.models import AlertRule
+
+    done = []
+    for fields in DEMO_RULES:
+        _, created = AlertRule.objects.get_or_create(
+            name=fields["name"], defaults={**fields, "created_by": "demo"}
+        )
+        if created:
+            done.append(f"created alert rule {fields['name']!r}")
+    return done
+
+
 def banner(password: str | None) -> str:
     """Return what to tell the user: where to go and how to log in."""
     secret = (
@@ -146,7 +171,7 @@ def main() -> None:
     env["CDC_DEMO_EPOCH"] = simulator_epoch(Path(settings.VAR_DIR))
     env["CDC_DEMO_PORT"] = str(SIMULATOR_PORT)
     password = ensure_admin()
-    for line in ensure_streams():
+    for line in [*ensure_streams(), *ensure_alert_rules()]:
         print(f"  {line}")
     print(banner(password), flush=True)
     honcho = str(Path(sys.executable).with_name("honcho"))

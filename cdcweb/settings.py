@@ -238,7 +238,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Change stream reading -------------------------------------------------------------
+# --- Reading sources ----------------------------------------------------------------------
 CDC_LANDING_URI = env_str("CDC_LANDING_URI", str(VAR_DIR / "landing"))
 # The official client's own variable; empty means real Spanner.
 SPANNER_EMULATOR_HOST = env_str("SPANNER_EMULATOR_HOST", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from django.contrib.auth.decorators import login_required
@@ -76,6 +77,16 @@ def stream_partitions(request, pk: int):
     return render(request, "partitions/_table.html", partition_table_context(request, stream))
 
 
+def _natural(text: str) -> tuple:
+    """Return a sort key that orders the numbers in a text by value: shard:2 before shard:10."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def in_order(partitions) -> list[Partition]:
+    """Return partitions by start, then label or token in natural order (shards read 0, 1, 2, ...)."""
+    return sorted(partitions, key=lambda p: (p.start_at, _natural(p.label or p.token)))
+
+
 def _nodes(partitions: list[Partition]) -> list[dict]:
     """Return tree nodes for partitions: child counts and, for merged ones, their parents."""
     ids = [p.pk for p in partitions]
@@ -104,9 +115,7 @@ def _nodes(partitions: list[Partition]) -> list[dict]:
 def stream_tree(request, pk: int):
     """Return the partition tree's roots, opened one level; deeper levels load when opened."""
     stream = get_object_or_404(Stream, pk=pk)
-    roots = list(
-        Partition.objects.filter(stream=stream, parent_edges__isnull=True).order_by("start_at", "token")
-    )
+    roots = in_order(Partition.objects.filter(stream=stream, parent_edges__isnull=True))
     return render(request, "partitions/_tree.html", {"nodes": _nodes(roots), "open": True})
 
 
@@ -114,7 +123,7 @@ def stream_tree(request, pk: int):
 def partition_children(request, pk: int):
     """Return one partition's children as tree nodes (a merged child says what it merged from)."""
     partition = get_object_or_404(Partition, pk=pk)
-    children = list(Partition.objects.filter(parent_edges__parent=partition).order_by("start_at", "token"))
+    children = in_order(Partition.objects.filter(parent_edges__parent=partition))
     return render(request, "partitions/_tree.html", {"nodes": _nodes(children), "open": False})
 
 
@@ -182,10 +191,8 @@ def partition_detail(request, pk: int):
     context = {
         "partition": partition,
         "stream": partition.stream,
-        "parents": list(Partition.objects.filter(child_edges__child=partition).order_by("start_at", "token")),
-        "children": list(
-            Partition.objects.filter(parent_edges__parent=partition).order_by("start_at", "token")
-        ),
+        "parents": in_order(Partition.objects.filter(child_edges__child=partition)),
+        "children": in_order(Partition.objects.filter(parent_edges__parent=partition)),
         "history": history,
         "history_json": [
             {**p, "at": p["at"].isoformat(), "watermark": p["watermark"].isoformat()} for p in history

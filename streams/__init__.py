@@ -1,1 +1,4 @@
-"""Streams: one Spanner change stream to read, its state machine and its history."""
+"""Streams: one source of change data to read or watch, its state machine, its history and errors.
+
+The bottom app: it imports nothing of partitions or cdcweb (tests/test_layers.py).
+"""

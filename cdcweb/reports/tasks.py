@@ -1,4 +1,4 @@
-"""Celery tasks of streams: thin wrappers that take ids and call report_services."""
+"""Celery tasks of reports: thin wrappers that take ids and call the report services."""
 
 from __future__ import annotations
 

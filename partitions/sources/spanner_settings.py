@@ -11,13 +11,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from partitions.sources.spanner_change_stream.query import DIALECTS
+from partitions.sources.spanner_change_stream.query import DIALECTS, IDENTIFIER
 
 from .base import Setting, SettingsError
 
-# Spanner schema object names: a letter, then letters, digits or underscores, at most 128
-# characters. Quotes, dots, spaces, semicolons and comment markers can never pass.
-IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
 PROJECT = re.compile(r"[a-z][a-z0-9.:-]{0,99}")
 INSTANCE = re.compile(r"[a-z][a-z0-9-]{0,63}")
 DATABASE = re.compile(r"[a-z][a-z0-9_-]{0,29}")

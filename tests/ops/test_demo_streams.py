@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cdcweb import demo
+from cdcweb.alerts.models import AlertRule
+from cdcweb.alerts.rules import rule_errors
 from streams.models import Stream
 
 pytestmark = pytest.mark.django_db
@@ -29,3 +31,12 @@ def test_the_demo_registers_two_change_streams_and_a_commit_timestamp_table_once
     # a second run (the demo restarted) changes nothing
     assert demo.ensure_streams() == []
     assert Stream.objects.count() == 3
+
+
+def test_the_demo_ships_example_alert_rules_once():
+    assert len(demo.ensure_alert_rules()) == len(demo.DEMO_RULES)
+    rules = list(AlertRule.objects.all())
+    assert {rule.kind for rule in rules} >= {"lag_above", "stream_failed", "partition_stalled", "retention"}
+    assert all(rule.stream is None and rule.enabled for rule in rules)  # every stream
+    assert all(not rule_errors(r.kind, r.for_minutes, r.retention_hours) for r in rules)  # valid as saved
+    assert demo.ensure_alert_rules() == []  # a restarted demo adds none

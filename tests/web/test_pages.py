@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from partitions.models import Partition
 from streams.models import Stream, StreamTransition
+from tests.factories import make_stream
 
 PAGES = ("overview", "stream-detail", "partition-detail")
 
@@ -178,3 +179,19 @@ def test_partition_page_links_parents_children_and_ancestors(client, viewer, str
         assert reverse("partition-detail", args=[stream.parts[name].pk]) in html
     assert "watermark_stalled" in html
     assert "lag sample (held the stream back)" in html
+
+
+def test_fixed_shards_are_listed_in_natural_order(client, viewer):
+    # given a table watched over shards 0..11, created in an order that sorts badly as text
+    stream = make_stream("events", state=Stream.State.RUNNING)
+    for shard in (10, 2, 11, 0, 1):
+        Partition.objects.create(
+            stream=stream, token=f"shard:{shard}", label=f"shard {shard}", start_at=stream.start_at,
+            watermark=stream.start_at,
+        )  # fmt: skip
+    client.force_login(viewer)
+    # when the partition tree is shown
+    html = client.get(reverse("stream-tree", args=[stream.pk])).content.decode()
+    # then shard 2 comes before shard 10
+    order = [html.index(f"shard:{n}") for n in (0, 1, 2, 10, 11)]
+    assert order == sorted(order)

@@ -25,7 +25,7 @@ MAX_HEARTBEAT_MS = 300_000
 
 # Spanner schema object names: a letter, then letters, digits or underscores, at most
 # 128 characters. Anything else (quotes, spaces, semicolons, comment markers) is refused.
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
 
 _GOOGLESQL_TEMPLATE = (
     "SELECT ChangeRecord FROM READ_{name} ("
@@ -52,7 +52,7 @@ class ChangeStreamQuery:
 
 def validate_stream_name(name: str) -> str:
     """Return the name if it is a valid change stream identifier, else raise."""
-    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise QueryValidationError(
             f"invalid change stream name {name!r}: use a letter followed by letters, "
             "digits or underscores (at most 128 characters)"
