@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "knox",
     "axes",
     "csp",
+    "django_guid",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -111,6 +112,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so every log line of the request, even the security middleware's, carries its id.
+    "django_guid.middleware.guid_middleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves static/ (Plotly, htmx, CSS) with DEBUG off, under runserver and gunicorn alike.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -126,6 +129,44 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "cdcweb.urls"
+
+# --- Logs -------------------------------------------------------------------------------
+# One JSON object per line on stderr, a traceback inside its record (never spread over
+# lines a collector would split), with the id of the request that logged it. The id is the
+# request's X-Request-ID when that is a UUID (a proxy's), else a new one; the answer carries it.
+CDC_LOG_LEVEL = env_str("CDC_LOG_LEVEL", "WARNING").upper()
+DJANGO_GUID = {"GUID_HEADER_NAME": "X-Request-ID", "EXPOSE_HEADER": False}
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {
+        "request_id": {"()": "django_guid.log_filters.CorrelationId", "correlation_id_field": "request_id"}
+    },
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": ["levelname", "name", "message", "request_id"],
+            "rename_fields": {"levelname": "level", "name": "logger"},
+            "timestamp": "time",
+        }
+    },
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stderr",
+            "formatter": "json",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["stderr"], "level": CDC_LOG_LEVEL},
+    "loggers": {
+        # Django's own handlers print only with DEBUG on (and mail only with ADMINS): send its
+        # records, a 500's traceback first of all, to the one handler above instead.
+        "django": {"handlers": [], "level": CDC_LOG_LEVEL, "propagate": True},
+        # runserver's line per request (gunicorn keeps its own access log).
+        "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+    },
+}
 WSGI_APPLICATION = "cdcweb.wsgi.application"
 
 TEMPLATES = [
