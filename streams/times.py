@@ -19,10 +19,26 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
     A time without a zone is refused rather than guessed: a change stream read
     from the wrong hour silently misses data. So is a time outside 1970-2999.
     """
-    parsed = _parse(text, now)
+    return _in_range(_parse(text, now), text)
+
+
+def parse_form_time(text: str) -> datetime:
+    """Return an aware UTC datetime for a time typed into a form: ISO 8601, no zone meaning UTC.
+
+    The pages' date-time inputs send "2026-11-21T12:00" without a zone and say it is UTC.
+    Anything unreadable (2026-02-30, a year 1 that overflows) is a ValueError saying so.
+    """
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"cannot read the time {text!r}: use YYYY-MM-DDTHH:MM (UTC)") from None
+    return _in_range(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC), text)
+
+
+def _in_range(parsed: datetime, text: str) -> datetime:
     if not EARLIEST <= parsed < LATEST:
         raise ValueError(f"time {text!r} is out of range: use a time from 1970 to 2999 (UTC)")
-    return parsed
+    return parsed.astimezone(UTC)
 
 
 def _parse(text: str, now: datetime | None) -> datetime:

@@ -7,12 +7,12 @@ from datetime import UTC, timedelta
 from django import forms
 from django.utils import timezone
 
+from streams.forms import UtcDateTimeField
 from streams.models import Stream
 
 from .models import AlertRule, Channel, Silence
 from .rules import channel_errors, rule_errors
 
-INPUT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
 KEEP = "leave blank to keep the saved one"
 
 
@@ -91,10 +91,7 @@ class ChannelForm(forms.ModelForm):
 class SilenceForm(forms.ModelForm):
     """A silence of a rule, a stream, or a rule on a stream, from now until a time (UTC)."""
 
-    ends_at = forms.DateTimeField(
-        input_formats=INPUT_FORMATS, label="Ends at (UTC)",
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )  # fmt: skip
+    ends_at = UtcDateTimeField(label="Ends at (UTC)")
 
     class Meta:
         model = Silence

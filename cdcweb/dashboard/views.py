@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -11,7 +9,6 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
 from cdcweb.alerts import history as alert_history
@@ -21,6 +18,7 @@ from partitions.views import partition_table_context
 from streams import actions
 from streams.access import can_operate
 from streams.models import Stream
+from streams.times import parse_form_time
 from streams.transitions import TransitionNotAllowed, allowed_from
 
 from . import summaries
@@ -157,9 +155,8 @@ def _run(action: str, stream: Stream, request) -> Stream:
     raw = request.POST.get("timestamp", "").strip()
     timestamp = None
     if strategy == "timestamp" and raw:
-        timestamp = parse_datetime(raw)
-        if timestamp is None:
-            raise actions.InvalidAction(f"cannot read the timestamp {raw!r}: use YYYY-MM-DDTHH:MM (UTC)")
-        if timezone.is_naive(timestamp):
-            timestamp = timestamp.replace(tzinfo=UTC)  # the form asks for UTC
+        try:
+            timestamp = parse_form_time(raw)  # the form asks for UTC
+        except ValueError as unreadable:
+            raise actions.InvalidAction(str(unreadable)) from None
     return actions.recover(stream, strategy, timestamp, by=by)

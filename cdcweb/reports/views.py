@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from streams.access import can_operate
+from streams.forms import UtcDateTimeField
 from streams.models import Stream
 
 from . import services as report_services
@@ -20,7 +21,6 @@ from .models import Report
 from .output import table_columns_rows, to_csv
 
 LIST_ROWS = 100
-INPUT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"]
 # Tables drawn as charts; every other table is listed with its CSV link only.
 CHARTED = ("throughput", "latency_by_minute", "transaction_shape", "cost")
 
@@ -29,12 +29,8 @@ class ReportForm(forms.Form):
     """A stream and a commit-time range in UTC, checked like the API checks it."""
 
     stream = forms.ModelChoiceField(queryset=Stream.objects.order_by("name"))
-    since = forms.DateTimeField(
-        input_formats=INPUT_FORMATS, widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
-    )
-    until = forms.DateTimeField(
-        input_formats=INPUT_FORMATS, widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
-    )
+    since = UtcDateTimeField()
+    until = UtcDateTimeField()
     kind = forms.ChoiceField(
         choices=Report.Kind.choices, initial=Report.Kind.ALL, required=False, label="Reports"
     )

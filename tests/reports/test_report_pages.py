@@ -70,7 +70,7 @@ def test_operator_creates_a_report_and_its_task_is_sent(
     [
         ("2026-11-21T00:00", "2026-11-20T00:00", "must be after its start"),
         ("2026-01-01T00:00", "2026-11-20T00:00", "at most 31 days"),
-        ("yesterday", "2026-11-20T00:00", "Enter a valid date/time"),
+        ("yesterday", "2026-11-20T00:00", "cannot read the time &#x27;yesterday&#x27;"),
         ("2999-01-01T00:00", "2999-01-02T00:00", "starts in the future"),
     ],
 )

@@ -116,7 +116,7 @@ def test_recover_with_a_bad_timestamp_shows_a_message(client, operator, stream):
         follow=True,
     )
     assert response.status_code == 200
-    assert "cannot read the timestamp" in response.content.decode()
+    assert "cannot read the time" in response.content.decode()
     response = client.post(
         reverse("stream-action", args=[stream.pk, "recover"]), {"strategy": "timestamp"}, follow=True
     )

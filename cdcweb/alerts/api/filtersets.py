@@ -5,8 +5,18 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Q
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from cdcweb.alerts.models import Alert, AlertRule, Channel, Silence
+from streams.forms import ZonedDateTimeField
+
+
+@extend_schema_field(OpenApiTypes.DATETIME)
+class ZonedDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """A time filter that wants a zone and a year from 1970 to 2999, as every time the API takes."""
+
+    field_class = ZonedDateTimeField
 
 
 class AlertFilterSet(django_filters.FilterSet):
@@ -14,8 +24,8 @@ class AlertFilterSet(django_filters.FilterSet):
 
     state = django_filters.MultipleChoiceFilter(choices=Alert.State.choices)
     kind = django_filters.MultipleChoiceFilter(choices=AlertRule.Kind.choices)
-    fired_after = django_filters.IsoDateTimeFilter(field_name="fired_at", lookup_expr="gte")
-    fired_before = django_filters.IsoDateTimeFilter(field_name="fired_at", lookup_expr="lt")
+    fired_after = ZonedDateTimeFilter(field_name="fired_at", lookup_expr="gte")
+    fired_before = ZonedDateTimeFilter(field_name="fired_at", lookup_expr="lt")
 
     class Meta:
         model = Alert
