@@ -232,10 +232,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "streams.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # Only the token endpoint sets a throttle scope (cdcweb/accounts/api.py); keyed by client IP.
+    # Only the token endpoints set a throttle scope (cdcweb/accounts/api.py), keyed by the client
+    # address as the login lockout finds it (cdcweb/lockout.py).
     "DEFAULT_THROTTLE_RATES": {"auth": env_str("CDC_AUTH_THROTTLE_RATE", "10/minute")},
-    # The client address for throttles: the proxy's X-Forwarded-For entry behind one, else the peer.
-    "NUM_PROXIES": 1 if CDC_BEHIND_TLS_PROXY else 0,
 }
 # Polled read-only API answers are served from the cache for this long (0 turns it off);
 # see streams/api/cache.py. Local memory per process unless CACHE_URL names a shared one.
@@ -454,9 +453,6 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every star
 # --- Security ---------------------------------------------------------------------------
 if CDC_BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    # Lockouts count per client: the address the proxy saw, not the proxy's own.
-    AXES_IPWARE_PROXY_COUNT = 1
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
 SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = CDC_HTTPS
 SECURE_HSTS_SECONDS = env_int("CDC_HSTS_SECONDS", 31_536_000) if CDC_HTTPS else 0
 # Opt-in: they bind every subdomain, and the browsers' preload list, to HTTPS for good.
@@ -503,9 +499,14 @@ REST_KNOX = {
     "AUTH_HEADER_PREFIX": "Token",
 }
 
-# Lockout of repeated failed logins (django-axes): per user name and client address.
+# Lockout of repeated failed logins (django-axes): a user name at one client address, and an
+# address across every user name (cdcweb/lockout.py). The client address is the peer's, or
+# behind CDC_BEHIND_TLS_PROXY the one the proxy appended to X-Forwarded-For, never the client's.
 AXES_FAILURE_LIMIT = env_int("CDC_LOGIN_FAILURE_LIMIT", 5)
+CDC_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("CDC_LOGIN_ADDRESS_FAILURE_LIMIT", 20)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("CDC_LOGIN_LOCKOUT_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], ["ip_address"]]
+AXES_HANDLER = "cdcweb.lockout.LockoutHandler"
+AXES_CLIENT_IP_CALLABLE = "cdcweb.lockout.client_address"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"

@@ -13,10 +13,10 @@ from knox.views import LogoutView
 from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from cdcweb.auth import TokenAuthentication
+from cdcweb.lockout import AddressRateThrottle
 
 from . import tokens
 
@@ -42,7 +42,7 @@ class TokenView(APIView):
 
     authentication_classes = ()
     permission_classes = (AllowAny,)
-    throttle_classes = (ScopedRateThrottle,)
+    throttle_classes = (AddressRateThrottle,)
     throttle_scope = "auth"
 
     @extend_schema(request=CredentialsSerializer, responses={200: TOKEN_ANSWER}, auth=[])
@@ -63,7 +63,7 @@ class RevokeView(LogoutView):
 
     authentication_classes = (TokenAuthentication,)
     permission_classes = (IsAuthenticated,)
-    throttle_classes = (ScopedRateThrottle,)
+    throttle_classes = (AddressRateThrottle,)
     throttle_scope = "auth"
 
     @extend_schema(request=None, responses={204: None})
