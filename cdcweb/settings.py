@@ -121,6 +121,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A logged-in user in no role gets 403 from every page and the admin (cdcweb/access.py).
+    "cdcweb.access.RoleRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -257,8 +259,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Run and watch change-data-capture streams from Google's databases.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    # The schema and its docs pages are for logged-in users (the pages log in through the form).
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The schema and its docs pages are for users with a role (the pages log in through the form).
+    "SERVE_PERMISSIONS": ["streams.api.permissions.HasRole"],
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     # The docs page's JavaScript and CSS come from static files, never a CDN.

@@ -11,12 +11,14 @@ from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema, inline_serializer
 from knox.views import LogoutView
 from rest_framework import exceptions, serializers, status
-from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cdcweb.auth import TokenAuthentication
 from cdcweb.lockout import AddressRateThrottle
+from streams.access import NO_ROLE, can_view
+from streams.api.permissions import HasRole
 
 from . import tokens
 
@@ -47,12 +49,14 @@ class TokenView(APIView):
 
     @extend_schema(request=CredentialsSerializer, responses={200: TOKEN_ANSWER}, auth=[])
     def post(self, request):
-        """Return a new token, or 400 for wrong credentials (403 once locked out)."""
+        """Return a new token; 400 for wrong credentials, 403 once locked out or for a user in no role."""
         credentials = CredentialsSerializer(data=request.data)
         credentials.is_valid(raise_exception=True)
         user = authenticate(request._request, **credentials.validated_data)
         if user is None:
             raise exceptions.ValidationError({"non_field_errors": ["wrong user name or password"]})
+        if not can_view(user):
+            raise exceptions.PermissionDenied(NO_ROLE)  # a token it could use for nothing
         token, text = tokens.issue(user, tokens.default_lifetime())
         expiry = serializers.DateTimeField().to_representation(token.expiry) if token.expiry else None
         return Response({"token": text, "expiry": expiry}, status=status.HTTP_200_OK)
@@ -62,7 +66,7 @@ class RevokeView(LogoutView):
     """Revoke the token this request was made with (knox's logout)."""
 
     authentication_classes = (TokenAuthentication,)
-    permission_classes = (IsAuthenticated,)
+    permission_classes = (HasRole,)
     throttle_classes = (AddressRateThrottle,)
     throttle_scope = "auth"
 

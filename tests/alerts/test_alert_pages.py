@@ -150,3 +150,11 @@ def test_a_silence_must_name_a_rule_or_a_stream(as_role):
 def test_operator_deletes_a_channel(as_role, webhook):
     as_role("operator").post(f"/alerts/channels/{webhook.pk}/delete/")
     assert not Channel.objects.exists()
+
+
+def test_the_channels_page_shows_urls_to_operators_only(as_role, webhook):
+    assert webhook.url in as_role("operator").get("/alerts/channels/").content.decode()
+    page = as_role("viewer").get("/alerts/channels/").content.decode()
+    assert webhook.name in page
+    assert webhook.url not in page
+    assert "127.0.0.1" not in page

@@ -127,3 +127,19 @@ def test_alerts_list_firing_first_and_one_alert_shows_every_attempt(viewer, orde
     ]  # fmt: skip
     assert detail["links"]["lag_chart"].startswith(f"/streams/{orders.pk}/?since=")
     assert [a["summary"] for a in viewer.get("/api/v1/alerts/?state=RESOLVED").json()["results"]] == ["old"]
+
+
+def test_a_channels_url_is_shown_to_operators_only(operator, viewer):
+    # given a webhook whose URL carries the receiver's token
+    operator.post(
+        "/api/v1/alerts/channels/", {**HOOK, "url": "https://8.8.8.8/cdc?token=t0ps3cret"}, format="json"
+    )
+    # then operators read it back, and viewers see that there is one but not where
+    (mine,) = operator.get("/api/v1/alerts/channels/").json()["results"]
+    assert mine["url"] == "https://8.8.8.8/cdc?token=t0ps3cret"
+    listed = viewer.get("/api/v1/alerts/channels/")
+    assert listed.status_code == 200
+    assert "t0ps3cret" not in listed.content.decode()
+    (theirs,) = listed.json()["results"]
+    assert (theirs["name"], theirs["url"], theirs["secret_set"]) == ("ops", None, True)
+    assert viewer.get(f"/api/v1/alerts/channels/{theirs['id']}/").json()["url"] is None

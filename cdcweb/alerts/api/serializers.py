@@ -10,6 +10,7 @@ from rest_framework import serializers
 from cdcweb.alerts.messages import lag_chart_path
 from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt, Silence
 from cdcweb.alerts.rules import MAX_RECIPIENTS, channel_errors, describe, rule_errors
+from streams.access import can_operate
 from streams.api.fields import StrictDateTimeField
 
 AUDIT = ("created_by", "created_at", "updated_at")
@@ -70,6 +71,10 @@ class AlertRuleSerializer(serializers.ModelSerializer):
 class ChannelSerializer(serializers.ModelSerializer):
     """A channel. The webhook secret and the Slack URL are written, never read back: *_set says if one is."""
 
+    url = serializers.URLField(
+        max_length=500, required=False, allow_blank=True, allow_null=True,
+        help_text="webhook: where the JSON is POSTed; null in answers to viewers (only operators see it)",
+    )  # fmt: skip
     secret = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=200)
     slack_url = serializers.URLField(write_only=True, required=False, allow_blank=True, max_length=500)
     secret_set = serializers.SerializerMethodField()
@@ -83,6 +88,18 @@ class ChannelSerializer(serializers.ModelSerializer):
             "enabled", *AUDIT,
         )  # fmt: skip
         read_only_fields = AUDIT
+
+    def to_representation(self, channel: Channel) -> dict:
+        """Represent the channel; its URL only to operators (it may hold a receiver's token)."""
+        data = super().to_representation(channel)
+        request = self.context.get("request")
+        if request is None or not can_operate(request.user):
+            data["url"] = None
+        return data
+
+    def validate_url(self, value: str | None) -> str:
+        """Store a blank URL for null (a viewer's answer sent back as it came)."""
+        return value or ""
 
     def get_secret_set(self, channel: Channel) -> bool:
         """Return True if the channel has a signing secret."""
