@@ -54,6 +54,22 @@ def env_networks(name: str) -> tuple[str, ...]:
     return texts
 
 
+def env_fernet_keys(name: str) -> tuple[str, ...]:
+    """Return comma-separated Fernet keys, each checked (a bad one stops the process here)."""
+    from cryptography.fernet import Fernet
+
+    keys = tuple(k.strip() for k in env_str(name, "").split(",") if k.strip())
+    for key in keys:
+        try:
+            Fernet(key)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: not a Fernet key (32 url-safe base64 bytes); make one with "
+                "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
+            ) from None
+    return keys
+
+
 def database_config(url: str, sqlite_path: Path) -> dict:
     """Return the default database: DATABASE_URL if set, else SQLite tuned for concurrent workers."""
     if url:
@@ -334,6 +350,9 @@ CDC_ALERT_DELIVERY_TIMEOUT = env_float("CDC_ALERT_DELIVERY_TIMEOUT", 5.0)
 # Webhook and Slack URLs must be https:// to public addresses; these networks (CIDRs, comma
 # separated) are allowed too, and plain http:// only into them (cdcweb/alerts/outbound.py).
 CDC_WEBHOOK_ALLOW_NETWORKS = env_networks("CDC_WEBHOOK_ALLOW_NETWORKS")
+# Channel secrets (webhook signing keys, Slack URLs) are stored encrypted under these Fernet keys:
+# the first encrypts, all decrypt (cdcweb/encryption.py). Unset: a key derived from SECRET_KEY.
+CDC_SECRETS_KEY = env_fernet_keys("CDC_SECRETS_KEY")
 # Retries after a transient failure (timeout, refused connection, 408/425/429/5xx), each after
 # an exponential, jittered backoff: up to BACKOFF * 2^n seconds, at most BACKOFF_MAX.
 CDC_ALERT_DELIVERY_RETRIES = env_int("CDC_ALERT_DELIVERY_RETRIES", 6)

@@ -96,6 +96,10 @@ def send_email(channel: Channel, alert: Alert, event: str, notice: str) -> Outco
     return Outcome(True)
 
 
+# A channel whose secret the keys cannot open is not tried: unsigned, a webhook would look forged.
+UNREADABLE = Outcome(
+    False, error="CDC_SECRETS_KEY cannot decrypt the channel's secret (was the key changed?): save it again"
+)
 SENDERS = {Channel.Kind.WEBHOOK: send_webhook, Channel.Kind.SLACK: send_slack, Channel.Kind.EMAIL: send_email}
 
 
@@ -111,7 +115,7 @@ def deliver(alert: Alert, channel: Channel, event: str, notice: str, attempt: in
     if not channel.enabled:
         return "channel disabled"
     started = time.monotonic()
-    outcome = SENDERS[channel.kind](channel, alert, event, notice)
+    outcome = SENDERS[channel.kind](channel, alert, event, notice) if not channel.unreadable else UNREADABLE
     retry = outcome.transient and not final
     status = S.SENT if outcome.sent else S.RETRYING if retry else S.FAILED
     DeliveryAttempt.objects.create(

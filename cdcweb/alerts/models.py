@@ -8,6 +8,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from cdcweb.encryption import EncryptedTextField, Unreadable
 from streams.models import Stream
 
 # The raw lag samples (10 s tier) are kept for 6 hours: a window may not reach past them.
@@ -28,9 +29,10 @@ class Channel(models.Model):
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
     url = models.URLField(max_length=500, blank=True, help_text="webhook: where the JSON is POSTed")
-    # Write-only in the API and the pages: shown to nobody once saved.
-    secret = models.CharField(max_length=200, blank=True, help_text="webhook: the HMAC-SHA256 key")
-    slack_url = models.URLField(max_length=500, blank=True, help_text="Slack: the incoming webhook URL")
+    # Write-only in the API and the pages (shown to nobody once saved), and encrypted in the
+    # database (cdcweb/encryption.py); the forms and serializers bound their length.
+    secret = EncryptedTextField(blank=True, help_text="webhook: the HMAC-SHA256 key")
+    slack_url = EncryptedTextField(blank=True, help_text="Slack: the incoming webhook URL")
     email_to = models.JSONField(default=list, blank=True, help_text="email: the recipients' addresses")
     enabled = models.BooleanField(default=True)
     created_by = models.CharField(max_length=150, blank=True)
@@ -42,6 +44,11 @@ class Channel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def unreadable(self) -> list[str]:
+        """Return the secrets the keys in force cannot decrypt (CDC_SECRETS_KEY changed): save them again."""
+        return [name for name in ("secret", "slack_url") if isinstance(getattr(self, name), Unreadable)]
 
 
 class AlertRule(models.Model):
