@@ -141,12 +141,12 @@ def follow(bench: Bench, stream, seconds: float) -> list[float]:
     return ages
 
 
-def record_latencies(bench: Bench, name: str, since: datetime) -> list[float]:
+def record_latencies(bench: Bench, stream_id: int, since: datetime) -> list[float]:
     """Return checkpoint-minus-commit seconds of every record committed after `since`."""
     from partitions.pipeline import landing
 
     committed = {float(a): float(b) for a, b in CHECKPOINT.findall((bench.var / "reader.log").read_text())}
-    table = landing.read_landing(str(bench.var / "landing"), name)
+    table = landing.read_landing(str(bench.var / "landing"), stream_id)
     commits = table.column("commit_timestamp").to_pylist()
     reads = table.column("read_timestamp").to_pylist()
     out = []
@@ -188,7 +188,7 @@ def main() -> None:
         measured_from = timezone.now()
         ages = follow(bench, stream, args.minutes * 60)
         time.sleep(3 * args.heartbeat_ms / 1000)  # let the last records' checkpoints land
-        latencies = record_latencies(bench, "fresh", measured_from)
+        latencies = record_latencies(bench, stream.pk, measured_from)
         samples = list(LagSample.objects.filter(stream=stream, at__gte=measured_from).order_by("at"))
     finally:
         bench.procs.stop(timeout=20)

@@ -1,7 +1,7 @@
 """Generate a synthetic landing zone of N mods in LANDING_SCHEMA, as the pipeline lays it out.
 
 One Parquet file per partition and read window under
-``<out>/stream=<name>/date=YYYY-MM-DD/``, plus ``<out>/lineage-<name>.json`` (token,
+``<out>/stream_id=<id>/date=YYYY-MM-DD/``, plus ``<out>/lineage-<name>.json`` (token,
 start_at, end_at, parents) for the churn report. Distributions: partitions of skewed
 load that split and merge every few windows, transactions spanning 1-3 partitions,
 1-4 records per partition, geometric mods per record, lognormal value sizes and read
@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from partitions.sources.landing import LANDING_SCHEMA
+from partitions.sources.landing import LANDING_SCHEMA, stream_dir
 from partitions.sources.spanner_change_stream.landing import READ_METHOD  # noqa: E402
 
 TABLES = ["Orders", "OrderItems", "Customers", "Payments", "AuditLog"]
@@ -46,6 +46,9 @@ MODS_PER_TX = 3.8  # measured mean of the shape below; sizes the transaction rat
 # with the 8th: 1M mods (17 windows) get one, 10M (167) four, so dedupe always has work.
 REDELIVER_EVERY = 50
 _HEX = np.array([f"{i:02x}" for i in range(256)], dtype="S2")
+
+# The stream's id in the layout (stream_id=<id>/): the benchmarks' reports read id 1.
+STREAM_ID = 1
 
 
 class Topology:
@@ -206,7 +209,7 @@ def to_arrow(rng, topo: Topology, c: dict, tags, system, tx_base: int) -> pa.Tab
 
 def write_window(out: Path, topo: Topology, table: pa.Table, start: datetime, suffix: str = "") -> int:
     """Write one file per partition of a window's rows; return the number of files."""
-    day = out / f"stream={topo.stream}" / f"date={start:%Y-%m-%d}"
+    day = out / stream_dir(STREAM_ID) / f"date={start:%Y-%m-%d}"
     day.mkdir(parents=True, exist_ok=True)
     tokens = table.column("partition_token").to_numpy(zero_copy_only=False)
     bounds = np.flatnonzero(np.r_[True, tokens[1:] != tokens[:-1], True])

@@ -25,10 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from partitions.sources.landing import stream_dir  # noqa: E402
 from spark_tasks.submit import DRIVER_JAVA_OPTIONS, DRIVER_MEMORY, SUBMIT_ENV, submit_options  # noqa: E402
 
 BENCH = ROOT / "var" / "bench"
-STREAM = "bench"
+STREAM, STREAM_ID = "bench", 1  # make_landing.py lands it under stream_id=1
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -105,7 +106,7 @@ def run_sampled(cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess,
 def ensure_landing(mods: int) -> Path:
     """Return the landing zone of ``mods`` mods, generating it once."""
     path = BENCH / f"landing-{mods // 1_000_000}m"
-    if not (path / f"lineage-{STREAM}.json").exists():
+    if not (path / stream_dir(STREAM_ID)).exists():  # sets made before ids were used are made anew
         cmd = [sys.executable, "benchmarks/make_landing.py", "--mods", str(mods), "--out", str(path)]
         subprocess.run(cmd, cwd=ROOT, check=True)
     return path
@@ -124,7 +125,8 @@ def run_spark(landing: Path, mods: int, args: argparse.Namespace) -> dict:
         str(Path(sys.executable).with_name("spark-submit")), "--master", args.master,
         *submit_options(args.driver_memory, args.driver_java_options), "spark_tasks/main.py",
         "--input", str(landing),
-        "--output", str(out), "--stream", STREAM, "--lineage", str(landing / f"lineage-{STREAM}.json"),
+        "--output", str(out), "--stream-id", str(STREAM_ID), "--stream-name", STREAM,
+        "--lineage", str(landing / f"lineage-{STREAM}.json"),
     ]  # fmt: skip
     done, seconds, peaks = run_sampled(cmd, env)
     if done.returncode != 0:
@@ -151,7 +153,7 @@ def pandas_throughput(landing: str) -> None:
 
     cols = ["partition_token", "commit_timestamp", "server_transaction_id", "record_sequence", "mod_index",
             "table_name", "mod_type", "mod_bytes"]  # fmt: skip
-    df = ds.dataset(f"{landing}/stream={STREAM}", format="parquet").to_table(columns=cols).to_pandas()
+    df = ds.dataset(f"{landing}/{stream_dir(STREAM_ID)}", format="parquet").to_table(columns=cols).to_pandas()
     df = df.drop_duplicates(cols[:5])
     df["minute"] = df["commit_timestamp"].dt.floor("min")
     for kind in ("INSERT", "UPDATE", "DELETE"):

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from spark_tasks.churn import build_churn_by_hour, build_lineage_lifetimes, read_lineage
 from spark_tasks.cost import assumptions, build_cost
-from spark_tasks.landing import dedupe, list_input_files, read_mods, to_records
+from spark_tasks.landing import dedupe, list_input_files, read_mods, stream_dirs, to_records
 from spark_tasks.latency import build_latency_by_minute, build_latency_by_table
 from spark_tasks.output import collect_table, write_json, write_table
 from spark_tasks.session import build_session, shuffle_partitions
@@ -125,7 +125,8 @@ def settings(args: argparse.Namespace) -> dict:
     iso = lambda t: t.isoformat().replace("+00:00", "Z") if t else None  # noqa: E731
     return {
         "input": args.input,
-        "stream": args.stream,
+        "stream_id": args.stream_id,
+        "stream": args.stream_name,
         "since": iso(args.since),
         "until": iso(args.until),
         "report": args.report,
@@ -169,13 +170,14 @@ def run_report(args: argparse.Namespace, began: float) -> Path:
 
 def _run(spark: SparkSession, args: argparse.Namespace, began: float, work: str) -> Path:
     args.output.mkdir(parents=True, exist_ok=True)
-    files = list_input_files(spark, args.input, args.stream, args.since, args.until)
+    dirs = stream_dirs(args.stream_id, args.legacy_name)
+    files = list_input_files(spark, args.input, dirs, args.since, args.until)
     partitions = shuffle_partitions(files.bytes, spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     tables = select_tables(args, load_lineage(spark, args))
     total = len(tables) + 3
     progress(1, total, began, f"input {len(files.paths)} files {files.bytes} bytes")
-    mods = read_mods(spark, files.paths, args.since, args.until)
+    mods = read_mods(spark, files.paths, args.since, args.until, args.stream_name)
     records = materialise(to_records(dedupe(mods)), f"{work}/records")
     progress(2, total, began, "records")
     transactions = materialise(build_transactions(records), f"{work}/transactions")

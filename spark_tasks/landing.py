@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from partitions.sources.landing import DEDUPE_KEY, LANDING_SCHEMA
+from partitions.sources.landing import DEDUPE_KEY, LANDING_SCHEMA, legacy_stream_dir, stream_dir
 
 RECORD_KEY = DEDUPE_KEY[:4]  # a data change record: partition, commit, transaction, sequence
 # The columns the reports read; the JSON values and the envelope stay on disk.
@@ -67,8 +67,13 @@ def spark_schema() -> T.StructType:
     return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in LANDING_SCHEMA])
 
 
-def list_input_files(spark: SparkSession, uri: str, stream: str, since=None, until=None) -> InputFiles:
-    """List the stream's Parquet files whose date directory can hold commits in [since, until).
+def stream_dirs(stream_id: int, legacy_name: str = "") -> list[str]:
+    """Return the directories of one stream's files: stream_id=<id>, and stream=<name> if it landed there."""
+    return [stream_dir(stream_id)] + ([legacy_stream_dir(legacy_name)] if legacy_name else [])
+
+
+def list_input_files(spark: SparkSession, uri: str, dirs: list[str], since=None, until=None) -> InputFiles:
+    """List the Parquet files under the stream's directories whose date can hold commits in [since, until).
 
     Directories are dated by the pipeline's window, so a day's margin on each side keeps
     a window that straddles midnight; the exact range is filtered on the rows.
@@ -79,8 +84,10 @@ def list_input_files(spark: SparkSession, uri: str, stream: str, since=None, unt
     fs = root.getFileSystem(conf)
     if not fs.exists(root):
         raise InputError(f"input path {uri} does not exist")
-    pattern = jvm.org.apache.hadoop.fs.Path(f"{uri.rstrip('/')}/stream={stream}/date=*/*.parquet")
-    statuses = fs.globStatus(pattern) or []
+    statuses = []
+    for relative in dirs:
+        pattern = jvm.org.apache.hadoop.fs.Path(f"{uri.rstrip('/')}/{relative}/date=*/*.parquet")
+        statuses += list(fs.globStatus(pattern) or [])
     lo = since.date() - timedelta(days=1) if since else date.min
     hi = until.date() + timedelta(days=1) if until else date.max
     paths, size = [], 0
@@ -92,10 +99,16 @@ def list_input_files(spark: SparkSession, uri: str, stream: str, since=None, unt
     return InputFiles(sorted(paths), size)
 
 
-def read_mods(spark: SparkSession, paths: list[str], since=None, until=None) -> DataFrame:
-    """Return the landed mods committed in [since, until), with the report columns only."""
+def read_mods(spark: SparkSession, paths: list[str], since=None, until=None, name: str = "") -> DataFrame:
+    """Return the landed mods committed in [since, until), with the report columns only.
+
+    With a name, every row carries it as its stream_name: the stream may have been renamed
+    while it landed them, and a report is of one stream, under its name of today.
+    """
     schema = spark_schema()
     df = spark.read.schema(schema).parquet(*paths) if paths else spark.createDataFrame([], schema)
+    if name:
+        df = df.withColumn("stream_name", F.lit(name))
     if since is not None:
         df = df.where(F.col("commit_timestamp") >= F.lit(since))
     if until is not None:

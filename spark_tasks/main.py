@@ -1,7 +1,8 @@
 """spark-submit entry point: read a stream's landed mods, dedupe, write the report tables.
 
     spark-submit --driver-memory 640m spark_tasks/main.py --input var/landing \\
-        --output var/reports/42 --stream orders [--since ISO] [--until ISO] \\
+        --output var/reports/42 --stream-id 7 [--stream-name orders] [--legacy-name old] \\
+        [--since ISO] [--until ISO] \\
         [--report all|throughput|latency|transactions|churn|cost] [--lineage FILE] \\
         [--work-dir URI] \\
         [--retention-days 1 --edition standard --nodes 1 ...]
@@ -41,7 +42,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="spark_tasks/main.py", description="cdcweb Spark reports")
     p.add_argument("--input", required=True, help="landing zone root (path or Hadoop URI)")
     p.add_argument("--output", required=True, type=Path, help="directory for the JSON result tables")
-    p.add_argument("--stream", required=True, help="cdcweb stream name (the stream=<name> directory)")
+    p.add_argument(
+        "--stream-id", required=True, type=int, help="cdcweb stream id (its stream_id=<id> directory)"
+    )
+    p.add_argument(
+        "--stream-name", default="", help="the stream's name, shown in the tables (default: as landed)"
+    )
+    p.add_argument(
+        "--legacy-name",
+        default="",
+        help="also read stream=<this>/, where the stream landed before ids were used",
+    )
     p.add_argument("--since", help="ISO instant, inclusive (commit timestamp)")
     p.add_argument("--until", help="ISO instant, exclusive (commit timestamp)")
     p.add_argument("--report", default="all", choices=("all", *REPORTS))

@@ -65,6 +65,9 @@ class Stream(models.Model):
     resume_from = models.DateTimeField(null=True, blank=True, editable=False)
     # Set when every partition finished at the end timestamp (the stream is complete).
     reached_end_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Landed files are kept by the stream's id; a stream that landed before that also owns the
+    # stream=<this name> directory it landed in (set once by a migration, never by a rename).
+    landing_name = models.CharField(max_length=100, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -59,7 +59,9 @@ def build_command(report, output_dir: Path, lineage: Path) -> list[str]:
     return [
         spark_submit(), "--master", settings.SPARK_MASTER, *driver_options(), str(MAIN),
         "--input", settings.CDC_LANDING_URI, "--output", str(output_dir),
-        "--stream", report.stream.name, "--since", iso(report.since), "--until", iso(report.until),
+        "--stream-id", str(report.stream_id), "--stream-name", report.stream.name,
+        *(["--legacy-name", report.stream.landing_name] if report.stream.landing_name else []),
+        "--since", iso(report.since), "--until", iso(report.until),
         "--report", report.kind, "--lineage", str(lineage), *work_options(report),
         *price_options(report.stream),
     ]  # fmt: skip

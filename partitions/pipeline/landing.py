@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from partitions.sources.landing import LANDING_SCHEMA
+from partitions.sources.landing import LANDING_SCHEMA, legacy_stream_dir, stream_dir
 
 
 def partition_hash(token: str) -> str:
@@ -37,12 +37,18 @@ def partition_hash(token: str) -> str:
 SEGMENT_ROWS = 20_000
 
 
-def window_path(stream_name: str, token: str, window_start: datetime, attempt: str = "") -> str:
+def window_path(stream_id: int, token: str, window_start: datetime, attempt: str = "") -> str:
     """Return the file's path relative to the landing zone root (one per partition, start, attempt)."""
     start = window_start.astimezone(UTC)
     micros = int(start.timestamp()) * 1_000_000 + start.microsecond
     suffix = f"-{attempt}" if attempt else ""
-    return f"stream={stream_name}/date={start:%Y-%m-%d}/{partition_hash(token)}-{micros}{suffix}.parquet"
+    name = f"{partition_hash(token)}-{micros}{suffix}.parquet"
+    return f"{stream_dir(stream_id)}/date={start:%Y-%m-%d}/{name}"
+
+
+def stream_dirs(stream_id: int, legacy_name: str = "") -> list[str]:
+    """Return the directories (relative to the root) of a stream's files: by id, and by its landing name."""
+    return [stream_dir(stream_id)] + ([legacy_stream_dir(legacy_name)] if legacy_name else [])
 
 
 def attempt_name(owner: str) -> str:
@@ -97,11 +103,11 @@ def _write_remote(table: pa.Table, filesystem: pafs.FileSystem, target: str) -> 
 
 
 def write_table(
-    landing_uri: str, stream_name: str, token: str, window_start: datetime, table: pa.Table, attempt: str = ""
+    landing_uri: str, stream_id: int, token: str, window_start: datetime, table: pa.Table, attempt: str = ""
 ) -> str:
     """Write landing rows durably (replacing a file of the same name) and return the file's path."""
     filesystem, root = resolve(landing_uri)
-    relative = window_path(stream_name, token, window_start, attempt)
+    relative = window_path(stream_id, token, window_start, attempt)
     if filesystem is None:
         target = Path(root) / relative
         _write_local(table, target)
@@ -120,8 +126,8 @@ class Segment:
     start a new file named after the watermark they start from.
     """
 
-    def __init__(self, landing_uri: str, stream_name: str, token: str, attempt: str):
-        self.landing_uri, self.stream_name = landing_uri, stream_name
+    def __init__(self, landing_uri: str, stream_id: int, token: str, attempt: str):
+        self.landing_uri, self.stream_id = landing_uri, stream_id
         self.token, self.attempt = token, attempt
         self.files: list[str] = []
         self._start: datetime | None = None
@@ -135,7 +141,7 @@ class Segment:
             self._start, self._tables = start, []
         self._tables.append(table)
         whole = pa.concat_tables(self._tables) if len(self._tables) > 1 else table
-        path = write_table(self.landing_uri, self.stream_name, self.token, self._start, whole, self.attempt)
+        path = write_table(self.landing_uri, self.stream_id, self.token, self._start, whole, self.attempt)
         if not self.files or self.files[-1] != path:
             self.files.append(path)
         if whole.num_rows >= SEGMENT_ROWS:
@@ -143,14 +149,54 @@ class Segment:
         return path
 
 
-def read_landing(landing_uri: str, stream_name: str | None = None) -> pa.Table:
-    """Return every landed row (of one stream, or all) as one table; for tests and tools."""
+def landed_files(landing_uri: str, relative_dirs: list[str]) -> tuple[pafs.FileSystem, list[str]]:
+    """Return the filesystem and the Parquet files under some directories of the landing zone."""
     filesystem, root = resolve(landing_uri)
-    base = f"{root.rstrip('/')}/stream={stream_name}" if stream_name else root
-    if filesystem is None and not Path(base).exists():
-        return LANDING_SCHEMA.empty_table()
-    selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
     fs_ = filesystem or pafs.LocalFileSystem()
-    paths = sorted(info.path for info in fs_.get_file_info(selector) if info.path.endswith(".parquet"))
+    paths = []
+    for relative in relative_dirs:
+        selector = pafs.FileSelector(f"{root.rstrip('/')}/{relative}", recursive=True, allow_not_found=True)
+        paths += [info.path for info in fs_.get_file_info(selector) if info.path.endswith(".parquet")]
+    return fs_, sorted(paths)
+
+
+def read_landing(landing_uri: str, stream_id: int | None = None, legacy_name: str = "") -> pa.Table:
+    """Return every landed row (of one stream, or of all) as one table; for tests and tools."""
+    filesystem, root = resolve(landing_uri)
+    if filesystem is None and not Path(root).exists():
+        return LANDING_SCHEMA.empty_table()
+    fs_, paths = landed_files(landing_uri, [""] if stream_id is None else stream_dirs(stream_id, legacy_name))
     tables = [pq.read_table(path, filesystem=fs_, schema=LANDING_SCHEMA) for path in paths]
     return pa.concat_tables(tables) if tables else LANDING_SCHEMA.empty_table()
+
+
+def delete_stream_files(landing_uri: str, stream_id: int, legacy_name: str = "") -> int:
+    """Delete every file a stream landed (its directories too); return how many files there were."""
+    filesystem, root = resolve(landing_uri)
+    fs_, paths = landed_files(landing_uri, stream_dirs(stream_id, legacy_name))
+    for relative in stream_dirs(stream_id, legacy_name):
+        base = f"{root.rstrip('/')}/{relative}"
+        if fs_.get_file_info(base).type != pafs.FileType.NotFound:
+            fs_.delete_dir(base)
+    return len(paths)
+
+
+def adopt_legacy(landing_uri: str, stream_id: int, legacy_name: str) -> int:
+    """Move a stream's files from stream=<name>/ to stream_id=<id>/ (same date folders); return how many.
+
+    A file whose name is taken there already (it cannot be the same read's) keeps both, the
+    moved one suffixed "-legacy". The emptied stream=<name>/ is removed.
+    """
+    filesystem, root = resolve(landing_uri)
+    fs_, paths = landed_files(landing_uri, [legacy_stream_dir(legacy_name)])
+    base = root.rstrip("/")
+    old, new = f"{base}/{legacy_stream_dir(legacy_name)}/", f"{base}/{stream_dir(stream_id)}/"
+    for path in paths:
+        target = new + path.removeprefix(old)
+        if fs_.get_file_info(target).type != pafs.FileType.NotFound:
+            target = target.removesuffix(".parquet") + "-legacy.parquet"
+        fs_.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        fs_.move(path, target)
+    if fs_.get_file_info(old.rstrip("/")).type != pafs.FileType.NotFound:
+        fs_.delete_dir(old.rstrip("/"))
+    return len(paths)

@@ -100,7 +100,7 @@ def read_window(stream: Stream, partition: Partition, owner: str) -> Outcome:
     # exactly at the stream's end still owns the records committed there.
     read = source.read(readers.state_of(partition), end, readers.options(stream, query_timeout(end)))
     segment = landing.Segment(
-        settings.CDC_LANDING_URI, stream.name, partition.token, landing.attempt_name(owner)
+        settings.CDC_LANDING_URI, stream.pk, partition.token, landing.attempt_name(owner)
     )
     try:
         stored, go_on = _read_all(Window(stream, source, partition, owner, read, segment, end))

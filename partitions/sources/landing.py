@@ -3,7 +3,10 @@
 One row per mod, in a Datastream-style envelope. Pure pyarrow (no Django): each kind
 builds its rows with these, the pipeline writes them and the Spark jobs read them, so
 all of them import the one definition here. Files live under
-``<CDC_LANDING_URI>/stream=<cdcweb stream name>/date=YYYY-MM-DD/``.
+``<CDC_LANDING_URI>/stream_id=<cdcweb stream id>/date=YYYY-MM-DD/``: by the stream's id,
+never its name, so a renamed stream keeps its data and a new stream given a deleted
+one's name never sees it. Streams that landed before that (under ``stream=<name>/``)
+keep reading it: their ``Stream.landing_name`` names that directory.
 """
 
 from __future__ import annotations
@@ -49,6 +52,17 @@ LANDING_SCHEMA = pa.schema(
         pa.field("mod_bytes", pa.int64(), nullable=False),
     ]
 )
+
+
+def stream_dir(stream_id: int) -> str:
+    """Return the directory, relative to the landing zone's root, of one stream's files."""
+    return f"stream_id={int(stream_id)}"
+
+
+def legacy_stream_dir(name: str) -> str:
+    """Return the directory a stream landed in before files were kept by stream id (by its name then)."""
+    return f"stream={name}"
+
 
 # A landed row is identified by the record's order key, the partition and the mod.
 DEDUPE_KEY = ("partition_token", "commit_timestamp", "server_transaction_id", "record_sequence", "mod_index")

@@ -15,12 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from partitions.sources.landing import DEDUPE_KEY, LANDING_SCHEMA
+from partitions.sources.landing import DEDUPE_KEY, LANDING_SCHEMA, stream_dir
 from partitions.sources.spanner_change_stream.landing import READ_METHOD
 from spark_tasks.landing import dedupe, list_input_files, read_mods, to_records
 from spark_tasks.session import build_session
 
-STREAM = "orders"
+STREAM, STREAM_ID = "orders", 1
 START = datetime(2026, 11, 20, 23, 58, tzinfo=UTC)  # the data crosses midnight
 TOKENS = ["tok-a", "tok-b", "tok-c", "tok-d"]
 TABLES = ["Orders", "Items", "Users"]
@@ -84,16 +84,16 @@ def redelivered(rows: list[dict]) -> list[dict]:
             for r in rows[10:40]]  # fmt: skip
 
 
-def write_landing(root, stream: str, rows: list[dict], suffix: str = "") -> None:
-    """Write rows as the pipeline does: one file per date and partition."""
+def write_landing(root, folder: str, rows: list[dict], suffix: str = "", name: str = STREAM) -> None:
+    """Write rows as the pipeline does under a stream's folder: one file per date and partition."""
     groups = defaultdict(list)
     for r in rows:
-        groups[(r["commit_timestamp"].date(), r["partition_token"])].append({**r, "stream_name": stream})
+        groups[(r["commit_timestamp"].date(), r["partition_token"])].append({**r, "stream_name": name})
     for (day, token), group in groups.items():
-        folder = root / f"stream={stream}" / f"date={day}"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder_of_day = root / folder / f"date={day}"
+        folder_of_day.mkdir(parents=True, exist_ok=True)
         pq.write_table(
-            pa.Table.from_pylist(group, schema=LANDING_SCHEMA), folder / f"{token}{suffix}.parquet"
+            pa.Table.from_pylist(group, schema=LANDING_SCHEMA), folder_of_day / f"{token}{suffix}.parquet"
         )
 
 
@@ -123,9 +123,9 @@ def rows() -> list[dict]:
 @pytest.fixture(scope="session")
 def landing(tmp_path_factory, rows):
     root = tmp_path_factory.mktemp("landing")
-    write_landing(root, STREAM, rows)
-    write_landing(root, STREAM, redelivered(rows), suffix="-reread")
-    write_landing(root, "other", landing_rows(seed=8, transactions=10))
+    write_landing(root, stream_dir(STREAM_ID), rows)
+    write_landing(root, stream_dir(STREAM_ID), redelivered(rows), suffix="-reread")
+    write_landing(root, stream_dir(2), landing_rows(seed=8, transactions=10), name="other")
     return root
 
 
@@ -147,7 +147,7 @@ def lineage_file(tmp_path_factory):
 @pytest.fixture(scope="session")
 def mods(spark, landing):
     """The deduplicated mods of the test stream, as the job reads them."""
-    files = list_input_files(spark, str(landing), STREAM)
+    files = list_input_files(spark, str(landing), [stream_dir(STREAM_ID)])
     deduped = dedupe(read_mods(spark, files.paths)).cache()
     to_records(deduped).cache()  # the builders' to_records(mods) plans match this one
     return deduped

@@ -4,12 +4,14 @@ from datetime import UTC, datetime
 
 from pyspark.sql import functions as F
 
+from partitions.sources.landing import stream_dir
 from spark_tasks.landing import list_input_files, read_mods
+from tests.spark_tasks.conftest import STREAM_ID
 
 
 def test_redelivered_mods_are_counted_once(spark, landing, rows, unique_mods, mods):
     # given a landing zone where 30 mods were landed twice
-    landed = read_mods(spark, list_input_files(spark, str(landing), "orders").paths)
+    landed = read_mods(spark, list_input_files(spark, str(landing), [stream_dir(STREAM_ID)]).paths)
     assert landed.count() == len(rows) + 30
     # when deduplicated
     # then each mod is there once
@@ -28,7 +30,7 @@ def test_dedupe_keeps_the_earliest_read(mods, rows, collect, to_iso):
 def test_range_outside_the_data_is_empty(spark, landing):
     # given a range a day after the landed data
     since, until = datetime(2026, 11, 22, tzinfo=UTC), datetime(2026, 11, 23, tzinfo=UTC)
-    files = list_input_files(spark, str(landing), "orders", since, until)
+    files = list_input_files(spark, str(landing), [stream_dir(STREAM_ID)], since, until)
     # when read
     df = read_mods(spark, files.paths, since, until)
     # then there is nothing, and that is not an error

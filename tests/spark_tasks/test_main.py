@@ -30,7 +30,7 @@ def test_spark_submit_writes_every_table_and_deduplicated_totals(
     # given the test landing zone with duplicates and a lineage export
     out = tmp_path / "report"
     # when the whole report runs through spark-submit
-    done = spark_submit("--input", str(landing), "--output", str(out), "--stream", "orders",
+    done = spark_submit("--input", str(landing), "--output", str(out), "--stream-id", "1",
                         "--lineage", str(lineage_file))  # fmt: skip
     # then it succeeds, reports progress, and the totals are the deduplicated counts
     assert done.returncode == 0, done.stderr[-3000:]
@@ -60,7 +60,7 @@ def test_a_range_without_data_is_an_empty_report(landing, tmp_path):
     out = tmp_path / "empty"
     # when the throughput report runs over it
     week_later = ["--since", "2026-11-27T00:00:00Z", "--until", "2026-11-28T00:00:00Z"]
-    done = spark_submit("--input", str(landing), "--output", str(out), "--stream", "orders", "--report",
+    done = spark_submit("--input", str(landing), "--output", str(out), "--stream-id", "1", "--report",
                         "throughput", *week_later)  # fmt: skip
     # then it succeeds with zero totals and empty tables
     assert done.returncode == 0, done.stderr[-3000:]
@@ -76,7 +76,7 @@ def test_missing_input_path_fails_with_a_readable_first_line(tmp_path):
     # given an input path that does not exist
     missing = tmp_path / "nowhere"
     # when the job runs
-    done = spark_submit("--input", str(missing), "--output", str(tmp_path / "out"), "--stream", "orders")
+    done = spark_submit("--input", str(missing), "--output", str(tmp_path / "out"), "--stream-id", "1")
     # then it exits non-zero and says why on its first line (spark-submit merges the
     # Python driver's stderr into stdout, after the JVM's own stderr lines)
     assert done.returncode == 2

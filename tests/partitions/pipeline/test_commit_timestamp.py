@@ -93,7 +93,7 @@ def test_every_row_version_lands_once_after_dedupe(pipeline, sim, read_through_k
         )
         for v in table_ground_truth(sim.config, database, table, start, end)
     }
-    landed_table = landing.read_landing(str(pipeline.landing), name)
+    landed_table = landing.read_landing(str(pipeline.landing), Stream.objects.get(name=name).pk)
     landed = set(
         zip(
             landed_table.column("partition_token").to_pylist(),

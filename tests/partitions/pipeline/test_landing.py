@@ -13,10 +13,13 @@ from partitions.sources.spanner_change_stream.records import ColumnType, DataCha
 T0 = datetime(2026, 3, 1, 23, 59, 30, 123456, tzinfo=UTC)
 
 
+STREAM_ID = 7
+
+
 def write_window(uri: str, stream: str, token: str, start: datetime, records, read_at=None) -> str | None:
     """Land a window's change records as the pipeline does; return the file's path (None: no rows)."""
     table = build_table(stream, token, records, read_at or datetime.now(UTC))
-    return landing.write_table(uri, stream, token, start, table) if table.num_rows else None
+    return landing.write_table(uri, STREAM_ID, token, start, table) if table.num_rows else None
 
 
 def make_record(seconds: float = 0, mods: int = 2, txid: str = "tx-1") -> DataChangeRecord:
@@ -44,11 +47,11 @@ def test_window_lands_one_row_per_mod_with_the_envelope(tmp_path):
     records = [make_record(0, mods=2), make_record(1, mods=3, txid="tx-2")]
     # when it is landed
     path = write_window(str(tmp_path), "orders", "tok-A", T0, records)
-    # then one file holds five rows in the shared schema, under stream and date
+    # then one file holds five rows in the shared schema, under the stream's id and the date
     table = pq.read_table(path)
     assert table.schema.equals(LANDING_SCHEMA)
     assert table.num_rows == 5
-    assert "/stream=orders/date=2026-03-01/" in path
+    assert "/stream_id=7/date=2026-03-01/" in path
     row = table.to_pylist()[0]
     assert row["read_method"] == "spanner-change-stream"
     assert row["object"] == "Orders"
@@ -87,16 +90,16 @@ def test_landing_uri_may_be_a_path_or_a_file_uri(tmp_path, prefix):
     write_window(uri, "orders", "tok-A", T0, [make_record(mods=1)])
     write_window(uri, "orders", "tok-B", T0, [make_record(mods=2)])
     # when the stream's landing zone is read back
-    table = landing.read_landing(uri, "orders")
+    table = landing.read_landing(uri, STREAM_ID)
     # then both files are there
     assert sorted(table.column("partition_token").to_pylist()) == ["tok-A", "tok-B", "tok-B"]
 
 
 def test_file_names_differ_by_partition_and_window():
     # given two partitions and two windows
-    a = landing.window_path("s", "tok-A", T0)
-    b = landing.window_path("s", "tok-B", T0)
-    c = landing.window_path("s", "tok-A", T0 + timedelta(microseconds=1))
+    a = landing.window_path(1, "tok-A", T0)
+    b = landing.window_path(1, "tok-B", T0)
+    c = landing.window_path(1, "tok-A", T0 + timedelta(microseconds=1))
     # then every (partition, window) has its own name
     assert len({a, b, c}) == 3
     assert a.endswith(f"-{int(T0.timestamp() * 1_000_000)}.parquet")

@@ -125,7 +125,7 @@ def test_every_partition_stays_within_three_heartbeats_of_the_live_edge(live):
 def test_landing_zone_holds_exactly_the_fakes_records_up_to_the_low_watermark(pipeline, live, fake):
     # given the stream read live
     low = Partition.objects.filter(stream=live).exclude(state=P.FINISHED).order_by("watermark").first()
-    table = landing.read_landing(str(pipeline.landing), live.name)
+    table = landing.read_landing(str(pipeline.landing), live.pk)
     landed = set(
         zip(
             table.column("partition_token").to_pylist(),

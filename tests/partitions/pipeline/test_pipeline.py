@@ -45,7 +45,7 @@ def span_in_past(minutes_ago: float, span: timedelta = SPAN) -> tuple[datetime, 
 
 def landed_keys(pipeline, stream) -> set[tuple]:
     """Return the dedupe keys of every landed row of the stream."""
-    table = landing.read_landing(str(pipeline.landing), stream.name)
+    table = landing.read_landing(str(pipeline.landing), stream.pk)
     cols = [table.column(c).to_pylist() for c in DEDUPE_KEY]
     return set(zip(*cols, strict=True))
 
