@@ -6,6 +6,9 @@ It shows partitions' progress, so it sits in the dashboard app, above streams an
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
 
 from partitions.admin import ReadOnly, ReadOnlyAdmin
 from partitions.progress import StreamProgress, progress
@@ -15,6 +18,7 @@ from streams.access import can_operate
 from streams.models import Stream, StreamError, StreamTransition
 from streams.transitions import TransitionNotAllowed
 
+from . import deletion
 from .forms import COMMON_FIELDS, stream_form
 
 STATE_FIELDS = (
@@ -81,6 +85,49 @@ class StreamAdmin(admin.ModelAdmin):
             (f"{kind.label} settings", {"fields": settings}),
             ("State", {"fields": STATE_FIELDS}),
         )
+
+    def get_actions(self, request):
+        """Offer the operator actions, not the bulk delete: a stream is deleted one at a time, saying
+        what becomes of its data (cdcweb/dashboard/deletion.py)."""
+        found = super().get_actions(request)
+        found.pop("delete_selected", None)
+        return found
+
+    def get_deleted_objects(self, objs, request):
+        """Count what goes with the stream (its partitions and samples may be many) instead of listing it.
+
+        Deleting needs streams.delete_stream alone, as in the API: the rows below are the
+        stream's own and go with it.
+        """
+        (stream,) = objs
+        counts = {
+            "partitions": stream.partitions.count(),
+            "lag samples": stream.lag_samples.count(),
+            "transitions": stream.transitions.count(),
+            "errors": stream.errors.count(),
+            "reports": stream.reports.count(),
+            "alerts": stream.alerts.count(),
+        }
+        return [str(stream)], {"streams": 1, **{k: n for k, n in counts.items() if n}}, set(), []
+
+    def delete_view(self, request, object_id, extra_context=None):
+        """Ask what becomes of the stream's data, then delete it through the one rule (or say why not)."""
+        stream = self.get_object(request, unquote(object_id))
+        if stream is not None and request.method == "POST" and request.POST.get("post"):
+            if not self.has_delete_permission(request, stream):
+                raise PermissionDenied
+            try:
+                data, by = request.POST.get("data", ""), request.user.get_username()
+                done = deletion.delete_stream(stream, data, by)
+            except deletion.DeletionRefused as refused:
+                self.message_user(request, str(refused), messages.ERROR)
+                return redirect(request.path)
+            self.message_user(request, f"Deleted stream {done.name}: data {done.data}.", messages.SUCCESS)
+            return redirect("admin:streams_stream_changelist")
+        context = {**(extra_context or {}), "data_choices": deletion.DATA}
+        if stream is not None:
+            context |= {"has_read": deletion.has_read(stream), "refusal": deletion.refusal(stream, "keep")}
+        return super().delete_view(request, object_id, context)
 
     @admin.display(description="source")
     def source(self, obj: Stream) -> str:

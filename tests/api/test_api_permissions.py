@@ -22,7 +22,7 @@ WRITES = {
     "create": (None, "post", "", stream_body(), 201),
     "update": (S.NOT_STARTED, "put", "{id}/", stream_body(name="renamed"), 200),
     "partial_update": (S.RUNNING, "patch", "{id}/", {"heartbeat_ms": 5000}, 200),
-    "delete": (S.RUNNING, "delete", "{id}/", None, 204),
+    "delete": (S.PAUSED, "delete", "{id}/?data=keep", None, 204),
     "start": (S.NOT_STARTED, "post", "{id}/start/", {}, 200),
     "pause": (S.RUNNING, "post", "{id}/pause/", {}, 200),
     "resume": (S.PAUSED, "post", "{id}/resume/", {}, 200),

@@ -113,7 +113,8 @@ def test_an_end_before_the_start_is_refused_on_update(operator, stream):
 
 
 def test_deleting_a_stream_removes_its_partitions(operator, stream):
-    assert operator.delete(f"/api/v1/streams/{stream.pk}/").status_code == 204
+    Stream.objects.filter(pk=stream.pk).update(state=Stream.State.PAUSED)  # it has read: stopped first
+    assert operator.delete(f"/api/v1/streams/{stream.pk}/?data=purge").status_code == 204
     assert operator.get(f"/api/v1/streams/{stream.pk}/").status_code == 404
     assert not stream.partitions.exists()
 

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 from django.utils import timezone
 
+from cdcweb.dashboard import deletion
 from cdcweb.reports.models import Report
 from cdcweb.reports.tasks import run_report_task
 from partitions.pipeline import landing
@@ -75,7 +76,7 @@ def worker_run(pipeline, landed):  # noqa: F811
 
 def expected_totals(landing_uri: str, stream) -> dict:
     """Return the landing zone's deduplicated totals, computed with pyarrow."""
-    table = landing.read_landing(landing_uri, stream.name)
+    table = landing.read_landing(landing_uri, stream.pk)
     unique = table.group_by(list(DEDUPE_KEY)).aggregate([("mod_bytes", "max")])
     records = unique.group_by(list(DEDUPE_KEY[:4])).aggregate([])
     return {
@@ -157,3 +158,38 @@ def test_a_range_without_data_is_a_done_empty_report(pipeline, landed, settings,
     assert report.summary["totals"]["mods"] == 0
     assert set(report.results) == {"throughput", "busiest_partitions"}
     assert all(rows == [] for rows in report.results.values())
+
+
+def test_a_renamed_stream_keeps_its_data_and_a_new_one_of_its_old_name_sees_none(
+    pipeline,  # noqa: F811
+    landed,
+    worker_run,
+    settings,
+    tmp_path,
+):
+    # given the landed stream, stopped at its end, renamed; and a new stream given its old name
+    for name, value in SPARK_ENV.items():
+        setattr(settings, name, value)
+    settings.CDC_LANDING_URI = str(pipeline.landing)
+    settings.CDC_REPORTS_DIR = tmp_path / "reports"
+    expected = expected_totals(str(pipeline.landing), landed)
+    landed.refresh_from_db()
+    landed.name = "orders-archive"
+    landed.save()
+    newcomer = Stream.objects.create(name="orders", start_at=landed.start_at, connection=landed.connection)
+    since, until = landed.start_at - timedelta(minutes=1), landed.end_at + timedelta(minutes=1)
+    # when each is reported on (throughput only: two Spark runs on a loaded 2-core machine)
+    renamed = apply_report(landed, since, until, kind=Report.Kind.THROUGHPUT)
+    fresh = apply_report(newcomer, since, until, kind=Report.Kind.THROUGHPUT)
+    # then the renamed stream reports all it landed, under its new name, and the new one nothing
+    assert renamed.status == fresh.status == S.DONE, (renamed.error, fresh.error)
+    assert {k: renamed.summary["totals"][k] for k in expected} == expected
+    assert {r["stream_name"] for r in renamed.results["throughput"]} == {"orders-archive"}
+    assert fresh.summary["empty"] is True
+    # and deleting the renamed stream needs a word on its data: kept, the files stay, read by none
+    with pytest.raises(deletion.DeletionRefused, match="data=keep"):
+        deletion.delete_stream(landed, "", by="test")
+    deletion.delete_stream(landed, "keep", by="test")
+    assert not Stream.objects.filter(pk=landed.pk).exists()
+    assert landing.read_landing(str(pipeline.landing), landed.pk).num_rows == expected["landed_mods"]
+    assert landing.read_landing(str(pipeline.landing), newcomer.pk).num_rows == 0

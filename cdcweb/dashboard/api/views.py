@@ -24,6 +24,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from cdcweb.dashboard import deletion
 from partitions import queries
 from partitions.api.serializers import LagPointSerializer, LineageSerializer, WindowSerializer
 from partitions.models import Partition
@@ -94,6 +95,15 @@ WINDOW = [
 ]
 
 
+DELETE_DATA = OpenApiParameter(
+    "data",
+    str,
+    enum=list(deletion.DATA),
+    description="what becomes of the files a stream has landed: keep (they stay, read by nothing) or "
+    "purge (deleted); required once it has read anything, and it must be stopped first",
+)
+
+
 @contextmanager
 def _bounded():
     """Turn a window that holds too many rows into a 400 that says to narrow it."""
@@ -130,6 +140,14 @@ def _act(view, request, do) -> Response:
     recover=extend_schema(request=RecoverSerializer, responses=ACTION_RESPONSES),
     lineage=extend_schema(parameters=WINDOW, responses={200: LineageSerializer, 400: WINDOW_REFUSED}),
     lag=extend_schema(parameters=WINDOW, responses={200: LagPointSerializer(many=True), 400: WINDOW_REFUSED}),
+    destroy=extend_schema(
+        parameters=[DELETE_DATA],
+        responses={
+            204: OpenApiResponse(description="deleted"),
+            400: OpenApiResponse(description="the stream has read data: say data=keep or data=purge"),
+            409: OpenApiResponse(ConflictSerializer, description="the stream is not stopped"),
+        },
+    ),
 )
 class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
     """Change streams: list, create, read, change, delete; start, pause, resume, recover."""
@@ -161,6 +179,19 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
         """Count and slice the streams, then read the progress of the page's streams only (one query)."""
         page = super().paginate_queryset(queryset)
         return attach_progress(list(queryset) if page is None else page)
+
+    def destroy(self, request, *args, **kwargs):
+        """Delete a stream (and its rows); once it has read, only stopped and with ?data=keep|purge."""
+        stream = self.get_object()
+        try:
+            data = request.query_params.get("data", "")
+            deletion.delete_stream(stream, data, by=request.user.get_username())
+        except deletion.DeletionRefused as refused:
+            if refused.conflict:
+                body = {"detail": str(refused), "current_state": stream.state}
+                return Response(body, status=status.HTTP_409_CONFLICT)
+            return Response({"data": [str(refused)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @action(detail=True, methods=["post"])
     def start(self, request, pk=None):

@@ -1,4 +1,4 @@
-"""`manage.py cdc_stream create|start|pause|resume|recover|status`: run streams from a script.
+"""`manage.py cdc_stream create|start|pause|resume|recover|delete|status`: run streams from a script.
 
 Every error is one line on stderr and exit status 2, so a script can tell a
 refusal (wrong state, bad argument) from a crash (status 1 with a traceback).
@@ -14,6 +14,7 @@ import sys
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from cdcweb.dashboard import deletion
 from cdcweb.dashboard.kinds import SettingsError, clean_settings
 from cdcweb.dashboard.status import statuses as stream_statuses
 from partitions.sources import DEFAULT_KIND, KINDS
@@ -69,7 +70,7 @@ class OneLineParser(CommandParser):
 
 
 class Command(BaseCommand):
-    help = "Create, start, pause, resume, recover and show cdcweb streams."
+    help = "Create, start, pause, resume, recover, delete and show cdcweb streams."
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -94,6 +95,12 @@ class Command(BaseCommand):
         recover.add_argument("name")
         recover.add_argument("--strategy", required=True, choices=actions.RECOVERY_STRATEGIES)
         recover.add_argument("--timestamp", default=None, help="ISO 8601 with a zone (strategy timestamp)")
+        delete = sub.add_parser("delete", help="delete a stream (once it has read: stopped, and --data)")
+        delete.add_argument("name")
+        delete.add_argument(
+            "--data", choices=list(deletion.DATA), default="",
+            help="what becomes of its landed files: keep them (read by nothing) or purge them",
+        )  # fmt: skip
         status = sub.add_parser("status", help="show streams")
         status.add_argument("name", nargs="?")
         status.add_argument("--json", action="store_true", help="print JSON")
@@ -102,7 +109,7 @@ class Command(BaseCommand):
         action = options["action"]
         try:
             getattr(self, f"do_{action}")(options)
-        except (TransitionNotAllowed, actions.InvalidAction) as exc:
+        except (TransitionNotAllowed, actions.InvalidAction, deletion.DeletionRefused) as exc:
             raise refuse(str(exc)) from None
 
     def do_create(self, options) -> None:
@@ -195,6 +202,11 @@ class Command(BaseCommand):
         stream = self._stream(options["name"])
         timestamp = self._time(options["timestamp"], "--timestamp") if options["timestamp"] else None
         self._report(actions.recover(stream, options["strategy"], timestamp, by=self._by()))
+
+    def do_delete(self, options) -> None:
+        done = deletion.delete_stream(self._stream(options["name"]), options["data"], by=self._by())
+        purged = f", {done.files_purged} files deleted" if done.data == "purge" else ""
+        self.stdout.write(f"deleted stream '{done.name}' (id {done.stream_id}): data {done.data}{purged}")
 
     def do_status(self, options) -> None:
         """Print one stream (an object in JSON) or every stream (a list in JSON)."""
