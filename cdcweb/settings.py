@@ -125,6 +125,7 @@ INSTALLED_APPS = [
     "cdcweb.reports",
     "cdcweb.alerts",
     "cdcweb.accounts",
+    "cdcweb.retention",
 ]
 
 MIDDLEWARE = [
@@ -342,6 +343,17 @@ CDC_DATAFLOW_PRICES = {
     "gib_processed_usd": env_float("CDC_DATAFLOW_GIB_PROCESSED_USD", 0.018),
 }
 
+# --- Retention (cdcweb/retention) -------------------------------------------------------
+# Beat deletes what is older than these many days (0: keep for ever): stream errors, alert
+# delivery attempts, resolved alerts (with their attempts), finished reports (with their
+# output folders) and, only if set, landed files (whole date=YYYY-MM-DD folders).
+CDC_KEEP_ERRORS_DAYS = env_int("CDC_KEEP_ERRORS_DAYS", 30)
+CDC_KEEP_DELIVERIES_DAYS = env_int("CDC_KEEP_DELIVERIES_DAYS", 30)
+CDC_KEEP_RESOLVED_ALERTS_DAYS = env_int("CDC_KEEP_RESOLVED_ALERTS_DAYS", 90)
+CDC_KEEP_REPORTS_DAYS = env_int("CDC_KEEP_REPORTS_DAYS", 90)
+CDC_LANDING_KEEP_DAYS = env_int("CDC_LANDING_KEEP_DAYS", 0)
+CDC_RETENTION_SECONDS = env_float("CDC_RETENTION_SECONDS", 3600.0)
+
 # --- Alerts (cdcweb/alerts) -------------------------------------------------------------
 # Beat evaluates every rule from stored progress, lag samples and partition rows this often.
 CDC_ALERT_EVALUATE_SECONDS = env_float("CDC_ALERT_EVALUATE_SECONDS", 30.0)
@@ -421,6 +433,7 @@ CELERY_TASK_ROUTES = {
     "cdcweb.reports.tasks.*": {"queue": "reports"},
     "cdcweb.alerts.tasks.evaluate_alerts_task": {"queue": "housekeeping"},
     "cdcweb.alerts.tasks.deliver_alert_task": {"queue": "alerts"},
+    "cdcweb.retention.tasks.*": {"queue": "housekeeping"},
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
@@ -458,6 +471,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "cdcweb.alerts.tasks.evaluate_alerts_task",
         "schedule": CDC_ALERT_EVALUATE_SECONDS,
         "options": {"expires": CDC_ALERT_EVALUATE_SECONDS},
+    },
+    "purge-old-data": {
+        "task": "cdcweb.retention.tasks.purge_old_data_task",
+        "schedule": CDC_RETENTION_SECONDS,
+        "options": {"expires": CDC_RETENTION_SECONDS},
     },
     # Yesterday's report per stream, once the day's last windows have surely landed.
     "daily-reports": {

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -200,3 +200,30 @@ def adopt_legacy(landing_uri: str, stream_id: int, legacy_name: str) -> int:
     if fs_.get_file_info(old.rstrip("/")).type != pafs.FileType.NotFound:
         fs_.delete_dir(old.rstrip("/"))
     return len(paths)
+
+
+def delete_days_before(landing_uri: str, day: date) -> dict[str, int]:
+    """Delete every stream's date=YYYY-MM-DD folders of days before `day`; return {folder: files deleted}."""
+    filesystem, root = resolve(landing_uri)
+    fs_ = filesystem or pafs.LocalFileSystem()
+    base = root.rstrip("/")
+    if fs_.get_file_info(base).type == pafs.FileType.NotFound:
+        return {}
+    deleted = {}
+    for stream in fs_.get_file_info(pafs.FileSelector(base)):
+        if stream.type != pafs.FileType.Directory or not stream.base_name.startswith("stream"):
+            continue
+        for folder in fs_.get_file_info(pafs.FileSelector(stream.path)):
+            if folder.type == pafs.FileType.Directory and _day_of(folder.base_name) < day:
+                files = fs_.get_file_info(pafs.FileSelector(folder.path, recursive=True))
+                fs_.delete_dir(folder.path)
+                deleted[folder.path] = sum(info.type == pafs.FileType.File for info in files)
+    return deleted
+
+
+def _day_of(folder_name: str) -> date:
+    """Return the day of a date=YYYY-MM-DD folder (date.max for any other folder: never deleted)."""
+    try:
+        return date.fromisoformat(folder_name.removeprefix("date="))
+    except ValueError:
+        return date.max

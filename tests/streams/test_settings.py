@@ -74,6 +74,7 @@ def test_beat_schedule_names_the_pipeline_tasks(tmp_path):
         "cleanup_lag_samples_task",
         "schedule_daily_reports_task",
         "evaluate_alerts_task",
+        "purge_old_data_task",
     }
 
 
