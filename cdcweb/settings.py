@@ -231,6 +231,9 @@ AUTH_PASSWORD_VALIDATORS = [
         "NumericPasswordValidator",
     )
 ]
+# Not a check: it revokes the user's API tokens once a new password is saved (Django calls every
+# validator's password_changed then).
+AUTH_PASSWORD_VALIDATORS.append({"NAME": "cdcweb.accounts.tokens.RevokeTokensOnPasswordChange"})
 
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {

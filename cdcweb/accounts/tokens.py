@@ -46,3 +46,24 @@ def revoke_all(user) -> int:
 def purge_expired() -> int:
     """Delete every expired token of every user; return how many."""
     return AuthToken.objects.filter(expiry__lte=timezone.now()).delete()[0]
+
+
+class RevokeTokensOnPasswordChange:
+    """Revoke every API token of a user whose password changes (a stolen token dies with the old password).
+
+    Listed with the password validators (settings.AUTH_PASSWORD_VALIDATORS): Django calls
+    each validator's password_changed() once a new password is saved, wherever it was set
+    (the admin, `manage.py changepassword`, set_password() and save()). It refuses nothing.
+    """
+
+    def validate(self, password: str, user=None) -> None:
+        """Accept every password: the other validators judge them."""
+
+    def password_changed(self, password: str, user=None) -> None:
+        """Delete the user's tokens; sessions are already ended by Django (the password hash changed)."""
+        if user is not None and user.pk is not None:
+            revoke_all(user)
+
+    def get_help_text(self) -> str:
+        """Say what changing a password does to API tokens."""
+        return "Changing your password revokes your API tokens."

@@ -101,3 +101,32 @@ def test_a_wrong_password_gets_400_and_no_token(users):
     assert answer.status_code == 400
     assert "token" not in answer.json()
     assert not AuthToken.objects.exists()
+
+
+def test_a_password_change_in_the_admin_revokes_the_users_tokens(users, client):
+    # given a viewer with two tokens, and an operator with one
+    vera, otto = users["viewer"], users["operator"]
+    mine = [AuthToken.objects.create(user=vera)[1] for _ in range(2)]
+    theirs = AuthToken.objects.create(user=otto)[1]
+    assert [reads(t) for t in mine] == [200, 200]
+    # when an administrator sets the viewer a new password
+    client.force_login(users["superuser"])
+    new = "a long and unusual passphrase"
+    answer = client.post(f"/admin/auth/user/{vera.pk}/password/", {"password1": new, "password2": new,
+                                                                   "usable_password": "true"})  # fmt: skip
+    assert answer.status_code == 302, answer.content[:2000]
+    # then the viewer's tokens no longer work, and nobody else's changed
+    assert [reads(t) for t in mine] == [401, 401]
+    assert reads(theirs) == 200
+
+
+def test_set_password_and_save_revokes_them_too(users):
+    vera = users["viewer"]
+    token = AuthToken.objects.create(user=vera)[1]
+    vera.first_name = "Vera"
+    vera.save()  # another change keeps them
+    assert reads(token) == 200
+    vera.set_password("another long passphrase")
+    vera.save()
+    assert reads(token) == 401
+    assert not AuthToken.objects.filter(user=vera).exists()
