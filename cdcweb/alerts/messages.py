@@ -10,6 +10,7 @@ The JSON body (version 1):
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from urllib.parse import urlencode
 
@@ -21,6 +22,7 @@ from streams.times import human_duration
 from .models import Alert, DeliveryAttempt
 
 E = DeliveryAttempt.Event
+CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 HEADLINE = {E.FIRING: "FIRING", E.REPEAT: "STILL FIRING", E.RESOLVED: "RESOLVED"}
 
 
@@ -75,8 +77,12 @@ def payload(alert: Alert, event: str, notice: str, now: datetime) -> dict:
 
 
 def subject(alert: Alert, event: str) -> str:
-    """Return a one-line title: what happened, to which stream, under which rule."""
-    return f"[cdcweb] {HEADLINE[event]}: {alert.rule.name} · {alert.stream.name}"
+    """Return a one-line title: what happened, to which stream, under which rule.
+
+    One line whatever a name holds: a CR or LF in a mail header would end it (and start
+    another, such as Bcc:), so control characters become spaces.
+    """
+    return CONTROL.sub(" ", f"[cdcweb] {HEADLINE[event]}: {alert.rule.name} · {alert.stream.name}")
 
 
 def text(alert: Alert, event: str) -> str:
@@ -95,13 +101,19 @@ def text(alert: Alert, event: str) -> str:
     return "\n".join(lines)
 
 
+def slack_escape(text: str) -> str:
+    """Return text Slack shows as it is: &, < and > escaped, so "<!channel>" pings no one."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def slack_body(alert: Alert, event: str) -> dict:
-    """Return a Slack-compatible incoming-webhook body (text with mrkdwn links)."""
+    """Return a Slack-compatible incoming-webhook body (text with mrkdwn links; names escaped)."""
     mark = ":white_check_mark:" if event == E.RESOLVED else ":red_circle:"
     alert_url = absolute(reverse("alert-detail", args=[alert.pk]))
+    said = slack_escape(f"{alert.rule.name}: {alert.summary}")
     return {
         "text": (
-            f"{mark} *{HEADLINE[event]}* {alert.rule.name}: {alert.summary}\n"
+            f"{mark} *{HEADLINE[event]}* {said}\n"
             f"<{alert_url}|alert> · <{absolute(lag_chart_path(alert))}|lag chart>"
         )
     }

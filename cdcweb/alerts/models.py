@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -51,6 +51,10 @@ class Channel(models.Model):
         return [name for name in ("secret", "slack_url") if isinstance(getattr(self, name), Unreadable)]
 
 
+# A rule's name goes into mail subjects and Slack text: one line of printable characters.
+one_line = RegexValidator(r"^[^\x00-\x1f\x7f]*\Z", "use one line of printable characters (no line breaks)")
+
+
 class AlertRule(models.Model):
     """One condition watched on one stream (or on every stream) and the channels its alerts go to."""
 
@@ -62,7 +66,7 @@ class AlertRule(models.Model):
         RETENTION = "retention", "Stopped near the end of retention"
         NO_DATA = "no_data", "No data change records while running"
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[one_line])
     kind = models.CharField(max_length=30, choices=Kind.choices)
     stream = models.ForeignKey(
         Stream, on_delete=models.CASCADE, null=True, blank=True, related_name="alert_rules",

@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 from django.core import mail
+from django.core.exceptions import ValidationError
 
 from cdcweb.alerts import delivery, outbound
 from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt
@@ -149,3 +150,36 @@ def test_email_goes_through_djangos_mail_backend(alert, settings):
     assert message.subject == "[cdcweb] RESOLVED: failed · orders"
     assert (message.from_email, message.to) == ("cdcweb@example.com", ["ops@example.com", "sre@example.com"])
     assert f"/alerts/{alert.pk}/" in message.body
+
+
+def test_slack_shows_names_as_text_never_as_mentions(alert, receiver):
+    # given a rule whose name (saved before names were checked) holds Slack's control sequences
+    AlertRule.objects.filter(pk=alert.rule_id).update(name="<!channel> & <@U0123|boss>")
+    alert.refresh_from_db()
+    slack = Channel.objects.create(name="chat", kind="slack", slack_url=receiver.url)
+    delivery.deliver(alert, slack, "firing", NOTICE, attempt=1, final=False)
+    text = receiver.received[0].json()["text"]
+    # then Slack gets them escaped, so it pings no one, while the links stay links
+    assert "&lt;!channel&gt; &amp; &lt;@U0123|boss&gt;: orders: FAILED" in text
+    assert "<!channel>" not in text
+    assert "<@U0123" not in text
+    assert f"/alerts/{alert.pk}/|alert>" in text
+
+
+def test_a_line_break_in_a_rule_name_cannot_add_mail_headers(alert, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    AlertRule.objects.filter(pk=alert.rule_id).update(name="failed\r\nBcc: evil@example.com")
+    alert.refresh_from_db()
+    channel = Channel.objects.create(name="mail", kind="email", email_to=["ops@example.com"])
+    assert delivery.deliver(alert, channel, "firing", NOTICE, attempt=1, final=False) == S.SENT
+    (message,) = mail.outbox
+    assert message.subject == "[cdcweb] FIRING: failed Bcc: evil@example.com · orders"
+    assert message.recipients() == ["ops@example.com"]
+    assert "\nBcc:" not in message.message().as_string().split("\n\n", 1)[0]
+
+
+@pytest.mark.parametrize("name", ["failed\r\nBcc: evil@example.com", "two\nlines", "tab\there"])
+def test_rule_names_are_one_printable_line(make_stream, name):
+    rule = AlertRule(name=name, kind=AlertRule.Kind.STREAM_FAILED)
+    with pytest.raises(ValidationError, match="one line"):
+        rule.full_clean()

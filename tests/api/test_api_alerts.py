@@ -143,3 +143,10 @@ def test_a_channels_url_is_shown_to_operators_only(operator, viewer):
     (theirs,) = listed.json()["results"]
     assert (theirs["name"], theirs["url"], theirs["secret_set"]) == ("ops", None, True)
     assert viewer.get(f"/api/v1/alerts/channels/{theirs['id']}/").json()["url"] is None
+
+
+def test_a_rule_name_with_a_line_break_is_refused(operator):
+    body = {"name": "failed\r\nBcc: evil@example.com", "kind": "stream_failed"}
+    answer = operator.post("/api/v1/alerts/rules/", body, format="json")
+    assert answer.status_code == 400
+    assert "one line" in answer.json()["name"][0]
