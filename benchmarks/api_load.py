@@ -105,8 +105,7 @@ def start_pipeline(procs: Processes, args: argparse.Namespace, sim_port: int):
                 "--epoch", epoch.isoformat())  # fmt: skip
     procs.spawn("worker", str(BIN / "celery"), "-A", "cdcweb", "worker", "-c", str(args.readers),
                 "-l", "INFO", "-n", "bench-live@%h", "--without-gossip", "--without-mingle")  # fmt: skip
-    procs.spawn("beat", str(BIN / "celery"), "-A", "cdcweb", "beat", "-l", "INFO",
-                "-s", procs.env["CDC_VAR_DIR"] + "/celerybeat-schedule")  # fmt: skip
+    procs.spawn("beat", str(BIN / "celery"), "-A", "cdcweb", "beat", "-l", "INFO")
     Stream.objects.filter(name=LIVE).delete()
     procs.manage("cdc_stream", "create", LIVE, "--project", "bench", "--instance", "bench",
                  "--database", "demo-db", "--change-stream", "Changes", "--start=-1m", "--window-seconds",

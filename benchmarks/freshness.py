@@ -91,8 +91,7 @@ class Bench:
         for name, queues, threads in (("reader", "urgent,celery", 128), ("housekeeping", "housekeeping", 4)):
             self.procs.spawn(name, CELERY, "-A", "cdcweb", "worker", "-l", "INFO", "-Q", queues, "--pool",
                              "threads", "-c", str(threads), "-n", f"{name}@%h")  # fmt: skip
-        self.procs.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING", "-s",
-                         str(self.var / "celerybeat-schedule"))  # fmt: skip
+        self.procs.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING")
 
 
 def tail_anchor(bench: Bench) -> list[float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -70,6 +71,14 @@ def env_fernet_keys(name: str) -> tuple[str, ...]:
     return keys
 
 
+def every(seconds: float) -> dict:
+    """Return a beat entry's schedule and options: every `seconds`, each run expiring before the next.
+
+    Beat's database scheduler (cdcweb/beat.py) keeps an expiry in whole seconds, at least one.
+    """
+    return {"schedule": float(seconds), "options": {"expire_seconds": max(1, math.ceil(seconds))}}
+
+
 def database_config(url: str, sqlite_path: Path) -> dict:
     """Return the default database: DATABASE_URL if set, else SQLite tuned for concurrent workers."""
     if url:
@@ -126,6 +135,7 @@ INSTALLED_APPS = [
     "cdcweb.alerts",
     "cdcweb.accounts",
     "cdcweb.retention",
+    "django_celery_beat",
 ]
 
 MIDDLEWARE = [
@@ -442,49 +452,26 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Beat keeps its schedule in the database (cdcweb/beat.py: django-celery-beat's tables), not in
+# a pickle shelve file; this dict is what it writes there at start.
+CELERY_BEAT_SCHEDULER = "cdcweb.beat:Scheduler"
+# No result backend: nothing for beat's backend_cleanup entry to clean.
+CELERY_RESULT_EXPIRES = None
+PIPELINE, ALERTS = "partitions.pipeline.tasks", "cdcweb.alerts.tasks"
 CELERY_BEAT_SCHEDULE = {
     # Each entry expires within its own period so a backlog of beats never piles up.
-    "schedule-partitions": {
-        "task": "partitions.pipeline.tasks.schedule_partitions_task",
-        "schedule": CDC_SCHEDULE_SECONDS,
-        "options": {"expires": CDC_SCHEDULE_SECONDS},
-    },
-    "retry-failed-streams": {
-        "task": "partitions.pipeline.tasks.retry_failed_streams_task",
-        "schedule": 5.0,
-        "options": {"expires": 5.0},
-    },
-    "sample-lag": {
-        "task": "partitions.pipeline.tasks.sample_lag_task",
-        "schedule": float(CDC_LAG_SAMPLE_SECONDS),
-        "options": {"expires": float(CDC_LAG_SAMPLE_SECONDS)},
-    },
-    "detect-stalls": {
-        "task": "partitions.pipeline.tasks.detect_stalls_task",
-        "schedule": float(CDC_STALL_CHECK_SECONDS),
-        "options": {"expires": float(CDC_STALL_CHECK_SECONDS)},
-    },
-    "cleanup-lag-samples": {
-        "task": "partitions.pipeline.tasks.cleanup_lag_samples_task",
-        "schedule": 3600.0,
-        "options": {"expires": 3600.0},
-    },
-    "evaluate-alerts": {
-        "task": "cdcweb.alerts.tasks.evaluate_alerts_task",
-        "schedule": CDC_ALERT_EVALUATE_SECONDS,
-        "options": {"expires": CDC_ALERT_EVALUATE_SECONDS},
-    },
-    "purge-old-data": {
-        "task": "cdcweb.retention.tasks.purge_old_data_task",
-        "schedule": CDC_RETENTION_SECONDS,
-        "options": {"expires": CDC_RETENTION_SECONDS},
-    },
+    "schedule-partitions": {"task": f"{PIPELINE}.schedule_partitions_task", **every(CDC_SCHEDULE_SECONDS)},
+    "retry-failed-streams": {"task": f"{PIPELINE}.retry_failed_streams_task", **every(5.0)},
+    "sample-lag": {"task": f"{PIPELINE}.sample_lag_task", **every(CDC_LAG_SAMPLE_SECONDS)},
+    "detect-stalls": {"task": f"{PIPELINE}.detect_stalls_task", **every(CDC_STALL_CHECK_SECONDS)},
+    "cleanup-lag-samples": {"task": f"{PIPELINE}.cleanup_lag_samples_task", **every(3600.0)},
+    "evaluate-alerts": {"task": f"{ALERTS}.evaluate_alerts_task", **every(CDC_ALERT_EVALUATE_SECONDS)},
+    "purge-old-data": {"task": "cdcweb.retention.tasks.purge_old_data_task", **every(CDC_RETENTION_SECONDS)},
     # Yesterday's report per stream, once the day's last windows have surely landed.
     "daily-reports": {
         "task": "cdcweb.reports.tasks.schedule_daily_reports_task",
         "schedule": crontab(hour=0, minute=30),
-        "options": {"expires": 3600.0},
+        "options": {"expire_seconds": 3600},
     },
 }
 

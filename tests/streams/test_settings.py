@@ -19,7 +19,7 @@ conf = celery_app.conf
 print(json.dumps({
     "engine": db["ENGINE"], "name": str(db["NAME"]), "options": db.get("OPTIONS", {}),
     "broker": conf.broker_url, "transport": conf.broker_transport_options,
-    "landing": settings.CDC_LANDING_URI, "beat_file": conf.beat_schedule_filename,
+    "landing": settings.CDC_LANDING_URI, "beat_scheduler": conf.beat_scheduler,
     "beat": {k: v["task"] for k, v in conf.beat_schedule.items()},
     "acks_late": conf.task_acks_late, "prefetch": conf.worker_prefetch_multiplier,
     "ignore_result": conf.task_ignore_result, "lease": settings.CDC_LEASE_SECONDS,
@@ -59,7 +59,7 @@ def test_defaults_put_everything_in_the_var_dir(tmp_path):
     assert Path(conf["transport"]["data_folder_in"]).is_dir()
     assert conf["transport"]["polling_interval"] == 0.05
     assert conf["landing"] == str(var / "landing")
-    assert conf["beat_file"] == str(var / "celerybeat-schedule")
+    assert conf["beat_scheduler"] == "cdcweb.beat:Scheduler"  # in the database, no shelve file
     assert (conf["acks_late"], conf["prefetch"], conf["ignore_result"]) == (True, 1, True)
 
 

@@ -119,10 +119,9 @@ class Pipeline:
         return self._celery_worker(name, "alerts", 4)
 
     def beat(self) -> subprocess.Popen:
-        """Start `celery -A cdcweb beat` and the housekeeping worker that runs what it sends."""
-        schedule = self.var_dir / "celerybeat-schedule"
+        """Start `celery -A cdcweb beat` (its schedule in the database) and the housekeeping worker."""
         self.housekeeping()
-        return self.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING", "-s", str(schedule))
+        return self.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING")
 
     @staticmethod
     def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
