@@ -33,9 +33,13 @@ def verify(
     secret: str, timestamp: str, body: bytes, signature: str, now: float | None = None,
     tolerance: float = TOLERANCE_SECONDS,
 ) -> bool:  # fmt: skip
-    """Return True if the signature is the body's and the timestamp is within tolerance of now."""
-    try:
-        age = abs((time.time() if now is None else now) - int(timestamp))
-    except ValueError:
+    """Return True if the signature is the body's and the timestamp is within tolerance of now.
+
+    Anything else is False, never an exception: a missing or non-numeric timestamp (digits
+    of other scripts included, which int() would read) or a signature of non-ASCII text.
+    """
+    timestamp, signature = timestamp or "", signature or ""
+    if not (timestamp.isascii() and timestamp.isdigit() and signature.isascii()):
         return False
+    age = abs((time.time() if now is None else now) - int(timestamp))
     return age <= tolerance and hmac.compare_digest(sign(secret, timestamp, body), signature)
