@@ -25,6 +25,9 @@ from streams.transitions import TransitionNotAllowed
 
 TIME_OPTIONS = ("--start", "--end", "--timestamp")
 RELATIVE_TIME = re.compile(r"^-\d+(\.\d+)?(us|ms|s|m|h|d)$")
+# Values that start with "-" but are no option: a relative time ("-30m") after a time
+# option, shard values ("-18-18", the form the help and the DDL advisor print) after --shards.
+DASH_VALUES = {**dict.fromkeys(TIME_OPTIONS, RELATIVE_TIME), "--shards": re.compile(r"^-(?!-)")}
 TABLE_COLUMNS = ("NAME", "STATE", "LAG", "LOW WATERMARK", "RECORDS", "PARTITIONS C/S/R/F", "REASON")
 
 
@@ -43,13 +46,14 @@ def refuse(message: str) -> CommandError:
     return CommandError(message, returncode=2)
 
 
-def _join_relative_times(args: list[str] | None) -> list[str] | None:
+def _join_dash_values(args: list[str] | None) -> list[str] | None:
     """Turn ["--start", "-30m"] into ["--start=-30m"]: argparse takes "-30m" for an option."""
     if args is None:
         return None
     joined: list[str] = []
     for arg in args:
-        if joined and joined[-1] in TIME_OPTIONS and RELATIVE_TIME.match(str(arg)):
+        value = DASH_VALUES.get(joined[-1]) if joined else None
+        if value is not None and value.match(str(arg)):
             joined[-1] = f"{joined[-1]}={arg}"
         else:
             joined.append(arg)
@@ -60,7 +64,7 @@ class OneLineParser(CommandParser):
     """An argument parser whose usage errors are one line and exit status 2."""
 
     def parse_args(self, args=None, namespace=None):
-        return super().parse_args(_join_relative_times(args), namespace)
+        return super().parse_args(_join_dash_values(args), namespace)
 
     def error(self, message):
         if self.called_from_command_line:
