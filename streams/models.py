@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -13,6 +14,23 @@ from . import kinds
 # bounds for heartbeat_milliseconds, which every kind of source reads within.
 MIN_HEARTBEAT_MS = 1_000
 MAX_HEARTBEAT_MS = 300_000
+
+# A reader's lease is renewed every third of it, and a read proves progress once a
+# heartbeat (or poll) interval: three must fit in a lease, or an idle read loses it.
+HEARTBEATS_PER_LEASE = 3
+
+
+def heartbeat_misfit(heartbeat_ms: int | None) -> str:
+    """Return why a heartbeat (or poll) interval does not fit the lease, or "" when it does."""
+    lease = settings.CDC_LEASE_SECONDS
+    if heartbeat_ms is None or heartbeat_ms * HEARTBEATS_PER_LEASE <= lease * 1000:
+        return ""
+    return (
+        f"a heartbeat (or poll) interval of {heartbeat_ms:,} ms does not fit {HEARTBEATS_PER_LEASE} times "
+        f"in the {lease:,} s lease (CDC_LEASE_SECONDS): use at most {lease * 1000 // HEARTBEATS_PER_LEASE:,} "
+        f"ms, or a lease of at least {-(-heartbeat_ms * HEARTBEATS_PER_LEASE // 1000):,} s"
+    )
+
 
 # \Z, not $: "$" also matches before a trailing newline, so "orders\n" passed.
 name_validator = RegexValidator(
@@ -89,10 +107,13 @@ class Stream(models.Model):
         return self.connection.get(name, default)
 
     def clean(self) -> None:
-        """Refuse an end timestamp that is not after the start timestamp."""
+        """Refuse an end timestamp that is not after the start, and a heartbeat too long for the lease."""
         super().clean()
         if self.end_at is not None and self.start_at is not None and self.end_at <= self.start_at:
             raise ValidationError({"end_at": "the end timestamp must be after the start timestamp"})
+        misfit = heartbeat_misfit(self.heartbeat_ms)
+        if misfit:
+            raise ValidationError({"heartbeat_ms": misfit})
 
 
 class StreamTransition(models.Model):

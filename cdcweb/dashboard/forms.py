@@ -14,6 +14,7 @@ from streams.models import Stream
 from streams.times import parse_time
 
 from .kinds import SettingsError, clean_settings, form_field, frozen_changes
+from .limits import end_misfit
 
 COMMON_FIELDS = ("name", "heartbeat_ms", "start_at", "end_at", "window_seconds")
 
@@ -49,7 +50,11 @@ class StreamFormBase(forms.ModelForm):
 
     def clean_end_at(self):
         text = self.cleaned_data["end_at"]
-        return _time(text, "end") if text else None
+        end = _time(text, "end") if text else None
+        misfit = end_misfit(self.instance, end)
+        if misfit:
+            raise forms.ValidationError(misfit)
+        return end
 
     def clean(self):
         cleaned = super().clean()

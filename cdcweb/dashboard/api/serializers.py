@@ -10,12 +10,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from cdcweb.dashboard.kinds import SettingsError, api_field, clean_settings, frozen_changes
+from cdcweb.dashboard.limits import end_misfit
 from partitions.progress import StreamProgress, progress_of
 from partitions.sources import DEFAULT_KIND, KINDS
 from streams import kinds
 from streams.actions import RECOVERY_STRATEGIES
 from streams.api.fields import StrictDateTimeField
-from streams.models import Stream, StreamError, StreamTransition
+from streams.models import Stream, StreamError, StreamTransition, heartbeat_misfit
 
 
 def attach_progress(streams: list[Stream]) -> list[Stream]:
@@ -111,6 +112,11 @@ class StreamSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(
                 {"end_at": "the end timestamp must be after the start timestamp"}
             )
+        misfit = heartbeat_misfit(attrs.get("heartbeat_ms", instance.heartbeat_ms if instance else None))
+        if misfit:
+            raise serializers.ValidationError({"heartbeat_ms": misfit})
+        if "end_at" in attrs and (misfit := end_misfit(instance, end)):
+            raise serializers.ValidationError({"end_at": misfit})
         before = instance.connection if instance else {}
         try:
             attrs["connection"] = clean_settings(self.kind.name, {**before, **attrs.pop("connection", {})})
@@ -123,6 +129,15 @@ class StreamSerializer(serializers.ModelSerializer):
                 message = f"cannot change once the stream has started (it is {instance.state})"
                 raise serializers.ValidationError(dict.fromkeys(changed, message))
         return attrs
+
+    def update(self, instance: Stream, validated_data: dict) -> Stream:
+        """Save only the fields this request changed: a transition may be saving the state meanwhile."""
+        changed = [name for name, value in validated_data.items() if getattr(instance, name) != value]
+        for name in changed:
+            setattr(instance, name, validated_data[name])
+        if changed:
+            instance.save(update_fields=[*changed, "updated_at"])
+        return instance
 
 
 @functools.cache

@@ -8,6 +8,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.shortcuts import get_object_or_404
 from drf_spectacular.serializers import PolymorphicProxySerializerExtension
@@ -174,6 +175,17 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
         if self.action in ("update", "partial_update"):
             return kind_serializer(self.get_object().source_kind)
         return StreamSerializer
+
+    def get_queryset(self):
+        """Return the streams; a change locks its row, so it cannot interleave with a transition."""
+        if self.action in ("update", "partial_update"):
+            return self.queryset.select_for_update(no_key=True, of=("self",))
+        return self.queryset
+
+    def update(self, request, *args, **kwargs):
+        """Change a stream in one transaction, under its row lock (PUT and PATCH)."""
+        with transaction.atomic():
+            return super().update(request, *args, **kwargs)
 
     def paginate_queryset(self, queryset):
         """Count and slice the streams, then read the progress of the page's streams only (one query)."""
