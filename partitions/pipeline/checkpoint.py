@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from partitions import states
 from partitions.models import Partition
@@ -75,17 +75,17 @@ def _apply(locked: Partition, progress: Progress, now: datetime, keep_lease: boo
 
 def save_progress(partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Partition | None:
     """Checkpoint the progress if `owner` still holds the lease; return the partition or None."""
-    now = timezone.now()
     with transaction.atomic():
         # FOR NO KEY UPDATE, not FOR UPDATE: the two parents of a merge finish at once,
         # each holding its own row while inserting the child's edge to the other, and
         # an edge's foreign key takes FOR KEY SHARE on its parent, which FOR UPDATE
         # blocks: PostgreSQL reported that deadlock between two readers under load.
         rows = Partition.objects.select_for_update(no_key=True, of=("self",))
-        locked = rows.filter(pk=partition_id, lease_owner=owner).first()
+        # The database's clock, read with the row: lease times are never a worker's.
+        locked = rows.annotate(db_now=Now()).filter(pk=partition_id, lease_owner=owner).first()
         if locked is None or locked.state == P.FINISHED:
             return None
-        _apply(locked, progress, now, keep_lease)
+        _apply(locked, progress, locked.db_now, keep_lease)
         locked.save()
         mark_stream_healthy(locked.stream_id)
     return locked

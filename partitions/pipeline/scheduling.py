@@ -16,7 +16,7 @@ from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
 from . import readers
-from .leases import READING_STATES, free_q, lease_delta, live
+from .leases import READING_STATES, expiry, free_q, live
 from .queue import Queue
 
 P = Partition.State
@@ -44,13 +44,10 @@ def reserve_and_enqueue(partition_ids, queue: Queue, countdown: float = 0, urgen
     once this commits), so a read is queued once per partition however many callers
     race, and a backlog of hundreds costs two statements, not hundreds.
     """
-    now = timezone.now()
     with transaction.atomic():
         free = _lock_skipping(Partition.objects.filter(pk__in=list(partition_ids)))
-        won = list(free.exclude(state=P.FINISHED).filter(free_q(now)).values_list("pk", flat=True))
-        Partition.objects.filter(pk__in=won).update(
-            lease_owner="", lease_expires_at=now + lease_delta(countdown)
-        )
+        won = list(free.exclude(state=P.FINISHED).filter(free_q()).values_list("pk", flat=True))
+        Partition.objects.filter(pk__in=won).update(lease_owner="", lease_expires_at=expiry(countdown))
         for pk in won:
             queue.read(pk, countdown, urgent)
     return len(won)
@@ -91,9 +88,8 @@ def schedule_children(partition: Partition, queue: Queue) -> int:
 
 def requeue_orphans(stream_id: int, queue: Queue) -> int:
     """Queue a read of every SCHEDULED or RUNNING partition that nobody holds or awaits."""
-    now = timezone.now()
     orphans = Partition.objects.filter(stream_id=stream_id, state__in=[P.SCHEDULED, P.RUNNING]).filter(
-        free_q(now)
+        free_q()
     )
     return reserve_and_enqueue(list(orphans.values_list("pk", flat=True)), queue)
 

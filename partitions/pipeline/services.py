@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
+
+from django.db import DatabaseError
 
 from partitions.models import Partition
 from partitions.sources.base import SourceError
@@ -24,22 +27,41 @@ from streams.models import Stream
 
 from . import leases, scheduling
 from .failures import handle_read_error, handle_unexpected_error
+from .leases import log_lease
 from .queue import Queue
-from .window import Outcome, log_lease, read_window, stream_reads_on
+from .window import Outcome, read_window, stream_reads_on
 
 log = logging.getLogger(__name__)
 P = Partition.State
 
 
-def new_owner(worker: str | None) -> str:
-    """Return a lease owner unique to this attempt (a queue may deliver one task twice)."""
-    return f"{worker or 'local'}:{uuid.uuid4().hex[:12]}"
+@dataclass(frozen=True)
+class Attempt:
+    """Who reads: a task (its id, the worker that runs it) and which retry of it this is."""
+
+    task_id: str = ""
+    worker: str = "local"
+    retries: int = 0
+
+    def owner(self) -> str:
+        """Return a lease owner unique to this attempt (a queue may deliver one task twice)."""
+        return f"{self.task_id or uuid.uuid4().hex}.{self.retries}.{uuid.uuid4().hex[:6]}@{self.worker}"
+
+    def reclaim(self) -> str:
+        """Return the owner prefix of this task's earlier attempts, whose lease a retry takes back."""
+        return f"{self.task_id}." if self.task_id and self.retries else ""
 
 
-def read_next_window(partition: Partition, queue: Queue, worker: str | None = None) -> str:
-    """Read the partition's next window if we win its lease; return what happened."""
-    owner = new_owner(worker)
-    if not leases.take(partition, owner):
+def read_next_window(partition: Partition, queue: Queue, attempt: Attempt | None = None) -> str:
+    """Read the partition's next window if we win its lease; return what happened.
+
+    A database error of our own (the checkpoint already retried it for a lease) is not
+    the source's: it is raised for the task's retry, which takes this attempt's lease
+    back at once; it never counts toward FAILED.
+    """
+    attempt = attempt or Attempt()
+    owner = attempt.owner()
+    if not leases.take(partition, owner, reclaim=attempt.reclaim()):
         _settle_unleased(partition)
         return "not leased"
     partition.refresh_from_db()
@@ -51,6 +73,9 @@ def read_next_window(partition: Partition, queue: Queue, worker: str | None = No
         log_lease("end", partition.pk, owner)
         handle_read_error(stream, partition, owner, error, queue)
         return "error"
+    except DatabaseError as error:
+        log.warning("reading %s of %s stopped on a database error: %s", partition.token, stream.name, error)
+        raise
     except Exception as error:
         # Anything else (a landing zone refusing writes, a bug) must not leave the lease
         # held until it expires: the partition would wait a whole lease, unseen.

@@ -40,7 +40,10 @@ def read_partition_task(self, partition_id: int) -> str | None:
     partition = Partition.objects.filter(pk=partition_id).first()
     if partition is None:
         return None
-    return services.read_next_window(partition, QUEUE, worker=self.request.hostname or self.request.id)
+    attempt = services.Attempt(
+        self.request.id or "", self.request.hostname or "local", self.request.retries or 0
+    )
+    return services.read_next_window(partition, QUEUE, attempt)
 
 
 # Beat sends these on a timer: a run that takes longer than the period must not be

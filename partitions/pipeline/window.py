@@ -29,10 +29,10 @@ from streams.models import Stream
 
 from . import landing, leases, readers
 from .checkpoint import Progress, save_progress
+from .dbretry import retrying
+from .leases import log_lease
 
 P = Partition.State
-# Lease audit lines (at INFO): the tests read them to prove no two readers overlap.
-lease_log = logging.getLogger("partitions.lease")
 # One line per checkpoint that landed records: its landed rows' read_timestamp and when the
 # checkpoint committed, so benchmarks/freshness.py can time each record from its commit.
 checkpoint_log = logging.getLogger("partitions.pipeline.checkpoint")
@@ -48,14 +48,6 @@ class Outcome:
     stored: Partition | None
     go_on: bool
     delay: float = 0.0
-
-
-def log_lease(event: str, partition_id: int, owner: str, expires: datetime | None = None) -> None:
-    """Log a lease event with a wall-clock time; "end" is logged before the lease is given up."""
-    until = expires.timestamp() if expires else 0.0
-    lease_log.info(
-        "LEASE %s partition=%s owner=%s at=%.6f until=%.6f", event, partition_id, owner, time.time(), until
-    )
 
 
 def window_end(partition: Partition, stream: Stream) -> datetime | None:
@@ -88,7 +80,7 @@ def checkpoint_seconds(stream: Stream) -> float:
 
 def stream_reads_on(stream: Stream) -> bool:
     """Return whether the stream (read afresh) is still in a state in which readers read."""
-    stream.refresh_from_db(fields=["state"])
+    retrying(f"reading the state of {stream.name}", lambda: stream.refresh_from_db(fields=["state"]))
     return stream.state in leases.READING_STATES
 
 
@@ -102,9 +94,11 @@ def read_window(stream: Stream, partition: Partition, owner: str) -> Outcome:
     segment = landing.Segment(
         settings.CDC_LANDING_URI, stream.pk, partition.token, landing.attempt_name(owner)
     )
+    leases.KEEPER.hold(partition.pk, owner)
     try:
         stored, go_on = _read_all(Window(stream, source, partition, owner, read, segment, end))
     finally:
+        leases.KEEPER.drop(partition.pk, owner)
         read.close()
     return Outcome(stored, go_on, source.next_read_delay(read) if go_on else 0.0)
 
@@ -127,6 +121,8 @@ def _read_all(w: Window) -> tuple[Partition | None, bool]:
     cadence = checkpoint_seconds(w.stream)
     due = time.monotonic() + cadence
     for item in w.read:
+        if leases.KEEPER.lost(w.partition.pk, w.owner):
+            return None, False  # the lease lapsed (this process stood still) and is someone else's
         if item is PROGRESS:
             progress.heartbeats += 1
         elif type(item) is Ended:
@@ -155,10 +151,16 @@ def _settle(w: Window, progress: Progress) -> None:
         progress.finish_at = stream_end  # bounded by the stream's end, with no child
     if progress.finish_at is not None:
         progress.watermark = max(progress.watermark, progress.finish_at)
-    elif windows and end <= timezone.now():
+    elif windows and _in_the_past(end, w.partition.pk):
         # A query over a past window returned everything up to its end. One that ended
         # before its end came (a server that closed early) proves only what it sent.
         progress.watermark = max(progress.watermark, end)
+
+
+def _in_the_past(end: datetime, partition_id: int) -> bool:
+    """Return whether `end` has passed by the database's clock (a worker's may be skewed)."""
+    now = retrying("reading the database's clock", lambda: leases.database_now(partition_id))
+    return now is not None and end <= now
 
 
 def _flush(w: Window, progress: Progress) -> Partition | None:
@@ -171,7 +173,11 @@ def _flush(w: Window, progress: Progress) -> Partition | None:
         w.segment.land(progress.start, table)
         progress.records, progress.mods = len(progress.data), table.num_rows
         progress.bytes = pc.sum(table["mod_bytes"]).as_py() or 0
-    stored = save_progress(w.partition.pk, w.owner, progress, keep_lease=True)
+    # The records are landed: a database error here retries the checkpoint alone.
+    stored = retrying(
+        f"checkpoint of partition {w.partition.pk}",
+        lambda: save_progress(w.partition.pk, w.owner, progress, keep_lease=True),
+    )
     if stored is not None and progress.data:
         checkpoint_log.info(
             "CHECKPOINT partition=%s read_at=%.6f committed=%.6f records=%d",

@@ -50,6 +50,7 @@ def busy_partition(simulator, stream, at) -> Partition:
     """Return a SCHEDULED partition with the most data change records in the 5 s after `at`."""
     records = ground_truth(simulator.config, "demo-db", at, at + timedelta(seconds=5))
     token = Counter(token for token, _ in records).most_common(1)[0][0]
+    simulator.topology.ensure(int((at + timedelta(seconds=5)).timestamp() * 1e6))  # it grows as queried
     start = max(at, to_datetime(simulator.topology.get(token).start_us))
     return Partition.objects.create(
         stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
@@ -98,15 +99,17 @@ def test_an_unwritable_landing_zone_is_an_error_on_the_stream_and_frees_the_leas
     assert [pk for pk, _ in queued.reads] == [partition.pk]
 
 
-def test_a_query_that_ends_before_its_end_proves_only_what_it_sent():
-    # given a read of a window that ends in the future, over before then, with no children
-    stream = Stream(name="s", start_at=datetime(2026, 1, 1, tzinfo=UTC))
+def test_a_query_that_ends_before_its_end_proves_only_what_it_sent(make_stream, make_partition):
+    # given a read of a window that ends in the future (by the database's clock), over
+    # before then, with no children
+    stream = make_stream("s", start_at=datetime(2026, 1, 1, tzinfo=UTC))
+    partition = make_partition(stream)
     seen = timezone.now() - timedelta(seconds=3)
     read = SimpleNamespace(watermark=seen, cursor={})
     progress = checkpoint.Progress(start=seen, watermark=seen)
     # when it settles
     end = timezone.now() + timedelta(seconds=50)
-    window._settle(window.Window(stream, None, None, "r", read, None, end), progress)
+    window._settle(window.Window(stream, None, partition, "r", read, None, end), progress)
     # then the watermark stays at what the read delivered, not at the window's end
     assert progress.watermark == seen
     assert progress.finish_at is None
