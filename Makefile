@@ -41,4 +41,5 @@ demo: venv
 	$(PY) -m cdcweb.demo
 
 clean:
+	test ! -x $(PY) || $(PY) -m cdcweb.dbserver stop
 	rm -rf var .pytest_cache

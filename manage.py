@@ -10,6 +10,10 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
     from django.core.management import execute_from_command_line
 
+    from cdcweb import embedded_db
+
+    embedded_db.start_if_default()  # DATABASE_URL unset: the embedded PostgreSQL in CDC_VAR_DIR
+
     execute_from_command_line(sys.argv)
 
 

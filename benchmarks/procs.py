@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from cdcweb import embedded_db  # noqa: E402 - the project's root is on the path from here on
 
 
 def free_port() -> int:
@@ -49,3 +51,10 @@ class Processes:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+        self.stop_embedded_database()
+
+    def stop_embedded_database(self) -> None:
+        """Stop the embedded PostgreSQL the processes started in the run's CDC_VAR_DIR, if they did."""
+        var_dir = self.env.get("CDC_VAR_DIR")
+        if var_dir and embedded_db.is_default(self.env) and embedded_db.is_running(Path(var_dir)):
+            embedded_db.stop(Path(var_dir))

@@ -5,18 +5,23 @@ Run as ``python -m cdcweb.demo``. It migrates the database, creates an admin use
 streams on the simulator (the change streams of GoogleSQL demo-db and PostgreSQL
 demo-pg, and demo-db's ShardedEvents table watched by its commit-timestamp column over
 19 shards, each starting 30 minutes in the past so there is a backlog to catch up),
-starts them, and then hands
-over to honcho, which runs the Procfile: simulator, Celery worker, beat and the web
-server. Ctrl-C stops all of them.
+starts them, and then runs
+the Procfile under honcho: simulator, Celery workers, beat and the web server. The
+database is the embedded PostgreSQL in CDC_VAR_DIR/postgres (cdcweb/embedded_db.py),
+started first; Ctrl-C stops every process, then the database.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import signal
+import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from cdcweb import embedded_db
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMULATOR_PORT = 9010
@@ -158,25 +163,38 @@ def banner(password: str | None) -> str:
 
 
 def main() -> None:
-    """Prepare the database and streams, then run every process of the Procfile."""
+    """Start the embedded database, prepare it and the streams, run the Procfile, stop the database."""
     os.chdir(ROOT)
     env = prepare_environment()
+    var_dir = embedded_db.default_var_dir()
+    if embedded_db.is_default():
+        embedded_db.ensure_running(var_dir)
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
 
     call_command("migrate", "--no-input", verbosity=0)
-    env["CDC_DEMO_EPOCH"] = simulator_epoch(Path(settings.VAR_DIR))
+    env["CDC_DEMO_EPOCH"] = simulator_epoch(var_dir)
     env["CDC_DEMO_PORT"] = str(SIMULATOR_PORT)
     password = ensure_admin()
     for line in [*ensure_streams(), *ensure_alert_rules()]:
         print(f"  {line}")
     print(banner(password), flush=True)
+    sys.exit(run_procfile(env, var_dir))
+
+
+def run_procfile(env: dict[str, str], var_dir: Path) -> int:
+    """Run every process of the Procfile under honcho until Ctrl-C, then stop the embedded database."""
     honcho = str(Path(sys.executable).with_name("honcho"))
-    # exec: honcho becomes this process, so Ctrl-C reaches it and it stops every child.
-    os.execve(honcho, [honcho, "start", "-f", str(ROOT / "Procfile"), "-d", str(ROOT)], env)
+    # Ctrl-C reaches honcho too (same terminal), which stops every child; we wait for it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return subprocess.call([honcho, "start", "-f", str(ROOT / "Procfile"), "-d", str(ROOT)], env=env)
+    finally:
+        if embedded_db.is_default():
+            embedded_db.stop(var_dir)
+            print(f"  stopped the embedded database ({embedded_db.data_dir(var_dir)})", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
+from cdcweb import embedded_db
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -79,12 +81,29 @@ def every(seconds: float) -> dict:
     return {"schedule": float(seconds), "options": {"expire_seconds": max(1, math.ceil(seconds))}}
 
 
-def database_config(url: str, sqlite_path: Path) -> dict:
-    """Return the default database: DATABASE_URL if set, else SQLite tuned for concurrent workers."""
+def database_config(url: str, var_dir: Path) -> dict:
+    """Return the default database: DATABASE_URL if set, else the embedded PostgreSQL in var_dir.
+
+    A "sqlite:///PATH" URL selects a SQLite file, tuned for concurrent workers (one host only).
+    """
+    if url.startswith("sqlite:///"):
+        return sqlite_config(Path(url.removeprefix("sqlite:///")))
     if url:
         import dj_database_url
 
-        return dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60))
+        return dj_database_url.parse(
+            url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60), conn_health_checks=True
+        )
+    # Started by the entry points (manage.py, the Celery worker and beat, WSGI): embedded_db.
+    return {
+        **embedded_db.django_settings(var_dir),
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
+        "CONN_HEALTH_CHECKS": True,
+    }
+
+
+def sqlite_config(sqlite_path: Path) -> dict:
+    """Return a SQLite database tuned for concurrent workers."""
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": sqlite_path,
@@ -98,7 +117,7 @@ def database_config(url: str, sqlite_path: Path) -> dict:
     }
 
 
-VAR_DIR = Path(env_str("CDC_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR = embedded_db.default_var_dir({"CDC_VAR_DIR": env_str("CDC_VAR_DIR", "")})
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 # The web server refuses this key unless DJANGO_DEBUG is on (cdcweb/security.py); management
@@ -213,7 +232,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": database_config(env_str("DATABASE_URL", ""), VAR_DIR / "cdcweb.sqlite3")}
+DATABASES = {"default": database_config(env_str("DATABASE_URL", ""), VAR_DIR)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"

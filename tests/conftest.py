@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 import pytest
 
+from cdcweb import embedded_db
 from partitions.models import Partition
 from partitions.simulator.spanner.config import SimulatorConfig
 from partitions.simulator.spanner.server import start_server
 from tests import factories
+from tests.factories import databases
+
+# The tests' database is on the embedded PostgreSQL (DATABASE_URL unset), as the demo's is.
+embedded_db.start_if_default()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Name the test database after this process: two test runs on one server never share it."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("postgresql"):
+        database.setdefault("TEST", {})["NAME"] = f"test_{database['NAME']}_{os.getpid()}"
+
 
 # Fast-moving topology (an event every 2.5 s) over one hour of history, so that any
 # window of a minute or two holds many splits and merges and a backlog to catch up.
@@ -54,6 +71,14 @@ def make_partition(db):
         return factories.make_partition(stream, state, minutes, **fields)
 
     return make
+
+
+@pytest.fixture
+def fresh_database():
+    """Return the URL of an empty PostgreSQL database for processes a test starts; dropped after it."""
+    url = databases.create_database("fresh")
+    yield url
+    databases.drop_database(url)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 from django.conf import settings as django_settings
 from django_celery_beat.models import PeriodicTask
 
+from cdcweb import embedded_db
 from cdcweb.beat import Scheduler
 from cdcweb.celery import app
 from cdcweb.settings import every
@@ -21,7 +22,9 @@ from tests.factories import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_beat_writes_every_entry_of_the_settings_into_the_database(db):
+# transactional: django-celery-beat closes the connection it finds inside a transaction
+# (close_old_connections), which on PostgreSQL would end the test's own transaction.
+def test_beat_writes_every_entry_of_the_settings_into_the_database(transactional_db):
     # when beat's scheduler starts
     Scheduler(app=app, lazy=False)
     # then each entry of CELERY_BEAT_SCHEDULE is a row, expiring within its own period
@@ -35,7 +38,7 @@ def test_beat_writes_every_entry_of_the_settings_into_the_database(db):
     assert "celery.backend_cleanup" not in rows  # no result backend to clean
 
 
-def test_an_interval_shorter_than_a_second_keeps_its_length(db):
+def test_an_interval_shorter_than_a_second_keeps_its_length(transactional_db):
     # django-celery-beat keeps whole seconds: 0.5 s would become 0 and run without pause
     scheduler = Scheduler(app=app, lazy=False)
     scheduler.update_from_dict({"fast": {"task": "partitions.pipeline.tasks.sample_lag_task", **every(0.5)}})
@@ -47,7 +50,7 @@ def test_an_interval_shorter_than_a_second_keeps_its_length(db):
 
 @pytest.mark.slow
 def test_a_beat_process_sends_tasks_and_leaves_no_schedule_file(tmp_path):
-    # given a fresh embedded setup (SQLite, the filesystem broker), migrated
+    # given a fresh embedded setup (the embedded PostgreSQL, the filesystem broker), migrated
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CDC_", "DATABASE_URL", "CELERY_"))}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env |= {"CDC_VAR_DIR": str(tmp_path / "var"), "CDC_SCHEDULE_SECONDS": "0.5", "PYTHONPATH": str(ROOT)}
@@ -66,6 +69,7 @@ def test_a_beat_process_sends_tasks_and_leaves_no_schedule_file(tmp_path):
     finally:
         os.killpg(beat.pid, signal.SIGTERM)
         beat.wait(timeout=30)
+        embedded_db.stop(tmp_path / "var")
     # and nothing was written beside the database: no celerybeat-schedule shelve anywhere
     assert not [p for p in tmp_path.rglob("*") if "celerybeat" in p.name]
     assert b"Traceback" not in beat.stderr.read()

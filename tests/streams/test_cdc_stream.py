@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from streams.models import Stream
+from tests.factories import databases
 
 pytestmark = pytest.mark.django_db
 CONNECTION = ["--project", "p", "--instance", "i", "--database", "d", "--change-stream", "Orders"]
@@ -100,12 +101,14 @@ def test_refusals_are_command_errors_with_status_2(make_stream, args, message):
 
 @pytest.fixture(scope="module")
 def cli_env(tmp_path_factory):
-    """Return an environment for cdc_stream subprocesses on a fresh SQLite in a temp var dir."""
+    """Return an environment for cdc_stream subprocesses on a fresh database and a temp var dir."""
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env["CDC_VAR_DIR"] = str(tmp_path_factory.mktemp("var"))
+    env["DATABASE_URL"] = databases.create_database("cli")
     manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, timeout=120)
-    return manage, env
+    yield manage, env
+    databases.drop_database(env["DATABASE_URL"])
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from django.conf import settings
 db = settings.DATABASES["default"]
 conf = celery_app.conf
 print(json.dumps({
-    "engine": db["ENGINE"], "name": str(db["NAME"]), "options": db.get("OPTIONS", {}),
+    "engine": db["ENGINE"], "name": str(db["NAME"]), "options": db.get("OPTIONS", {}), "host": db["HOST"],
     "broker": conf.broker_url, "transport": conf.broker_transport_options,
     "landing": settings.CDC_LANDING_URI, "beat_scheduler": conf.beat_scheduler,
     "beat": {k: v["task"] for k, v in conf.beat_schedule.items()},
@@ -47,9 +47,11 @@ def test_defaults_put_everything_in_the_var_dir(tmp_path):
     var = tmp_path / "fresh" / "var"
     conf = probe(CDC_VAR_DIR=str(var))
     assert var.is_dir()
-    assert (conf["engine"], conf["name"]) == ("django.db.backends.sqlite3", str(var / "cdcweb.sqlite3"))
-    assert "journal_mode=WAL" in conf["options"]["init_command"]
-    assert (conf["options"]["transaction_mode"], conf["options"]["timeout"]) == ("IMMEDIATE", 30)
+    assert (conf["engine"], conf["name"], conf["host"]) == (
+        "django.db.backends.postgresql",
+        "cdcweb",
+        str(var / "run"),
+    )
     assert conf["broker"] == "filesystem://"
     assert (
         conf["transport"]["data_folder_in"]
@@ -90,3 +92,10 @@ def test_production_urls_switch_database_and_broker(tmp_path):
     assert conf["broker"] == "redis://127.0.0.1:6379/0"
     assert conf["transport"] == {}
     assert (conf["landing"], conf["lease"]) == ("gs://bucket/landing", 90)
+
+
+def test_a_sqlite_url_gets_sqlite_tuned_for_concurrent_workers(tmp_path):
+    conf = probe(CDC_VAR_DIR=str(tmp_path), DATABASE_URL=f"sqlite:///{tmp_path / 'cdc.sqlite3'}")
+    assert (conf["engine"], conf["name"]) == ("django.db.backends.sqlite3", str(tmp_path / "cdc.sqlite3"))
+    assert "journal_mode=WAL" in conf["options"]["init_command"]
+    assert (conf["options"]["transaction_mode"], conf["options"]["timeout"]) == ("IMMEDIATE", 30)

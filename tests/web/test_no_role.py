@@ -70,15 +70,22 @@ def _walk(patterns, prefix: str, values: dict[str, str]):
 @pytest.fixture
 def rows(stream):
     """Return a sample value for every URL parameter; ids name a row of every table."""
-    rule = AlertRule.objects.create(name="failed", kind="stream_failed", stream=stream)
-    channel = Channel.objects.create(name="mail", kind="email", email_to=["ops@example.com"])
-    silence = Silence.objects.create(stream=stream, ends_at="2999-01-01T00:00:00Z")
-    alert = Alert.objects.create(rule=rule, stream=stream, kind=rule.kind, summary="failed")
+    # One id names a row of every table: the stream's. Given explicitly, since PostgreSQL's
+    # sequences do not start again with each test (its transaction's rollback keeps them).
+    n = stream.pk
+    rule = AlertRule.objects.create(pk=n, name="failed", kind="stream_failed", stream=stream)
+    channel = Channel.objects.create(pk=n, name="mail", kind="email", email_to=["ops@example.com"])
+    silence = Silence.objects.create(pk=n, stream=stream, ends_at="2999-01-01T00:00:00Z")
+    alert = Alert.objects.create(pk=n, rule=rule, stream=stream, kind=rule.kind, summary="failed")
     report = Report.objects.create(
-        stream=stream, since="2026-01-01T00:00:00Z", until="2026-01-02T00:00:00Z", requested_by="otto"
+        pk=n, stream=stream, since="2026-01-01T00:00:00Z", until="2026-01-02T00:00:00Z", requested_by="otto"
     )
-    for row in (rule, channel, silence, alert, report, Partition.objects.filter(stream=stream).first()):
-        assert row.pk == stream.pk  # the first row of each table: one id names a row everywhere
+    partition = Partition.objects.filter(pk=n).first() or Partition.objects.create(
+        pk=n, stream=stream, token="no-role", start_at=stream.start_at, watermark=stream.start_at
+    )
+    for row in (rule, channel, silence, alert, report, partition):
+        assert row.pk == n
+    assert partition.stream_id == n
     some = str(stream.pk)
     return {"pk": some, "id": some, "stream_pk": some, "object_id": some,
               "action": "start", "table": "throughput", "app_label": "streams", "format": "json",

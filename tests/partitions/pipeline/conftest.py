@@ -1,9 +1,9 @@
 """A real pipeline for the tests: simulator over gRPC, Celery worker processes, a shared database.
 
-The workers are separate processes, so the database must be one they can open too:
-a SQLite file in a temporary CDC_VAR_DIR by default, or a fresh PostgreSQL database
-(and Redis) when CDC_TEST_DATABASE_URL / CDC_TEST_BROKER_URL are set. This process
-reads it through Django with the default connection pointed there for the module.
+The workers are separate processes, so the database must be one they can open too: a
+fresh PostgreSQL database per module, on the embedded server the tests run on (or on
+CDC_TEST_DATABASE_URL's server when set), and Redis when CDC_TEST_BROKER_URL is set. This
+process reads it through Django with the default connection pointed there for the module.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from partitions.simulator.spanner.config import SimulatorConfig, parse_fault
 from partitions.simulator.spanner.server import start_server
 from tests import factories
 from tests.api.support import point_default_at
+from tests.factories import databases
 
 ROOT = Path(__file__).resolve().parents[3]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -40,27 +41,6 @@ TEST_ENV = {
     "PYTHONUNBUFFERED": "1",
 }
 SIM_OPTIONS = {"roots": 4, "split_every": 2.0, "merge_every": 2.0, "tps": 20.0, "seed": 7}
-
-
-def _fresh_postgres(url: str) -> str:
-    """Create an empty database beside the one in url; return its URL."""
-    import psycopg
-
-    base, _, name = url.rpartition("/")
-    fresh = f"{name}_pipeline_{os.getpid()}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{fresh}"')
-    return f"{base}/{fresh}"
-
-
-def _drop_postgres(url: str) -> None:
-    import psycopg
-
-    base, _, fresh = url.rpartition("/")
-    admin = os.environ["CDC_TEST_DATABASE_URL"]
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
 
 
 class Pipeline:
@@ -156,8 +136,7 @@ def pipeline_env() -> dict[str, str]:
 def pipeline(tmp_path_factory, django_db_blocker, pipeline_env):
     """Yield a migrated, empty pipeline environment; stop its processes afterwards."""
     var_dir = tmp_path_factory.mktemp("var")
-    pg_url = os.environ.get("CDC_TEST_DATABASE_URL", "")
-    database_url = _fresh_postgres(pg_url) if pg_url else ""
+    database_url = databases.create_database("pipeline")
     broker_url = os.environ.get("CDC_TEST_BROKER_URL", "")
     if broker_url:
         import redis
@@ -165,7 +144,7 @@ def pipeline(tmp_path_factory, django_db_blocker, pipeline_env):
         redis.Redis.from_url(broker_url).flushdb()
     pipe = Pipeline(var_dir, database_url, broker_url, pipeline_env)
     pipe.manage("migrate", "--no-input")
-    new = database_config(database_url, var_dir / "cdcweb.sqlite3")
+    new = database_config(database_url, var_dir)
     # Keep Django's filled-in defaults, but not the other engine's OPTIONS.
     new = {**connections["default"].settings_dict, "OPTIONS": {}, **new, "NAME": str(new["NAME"])}
     with django_db_blocker.unblock():
@@ -175,8 +154,7 @@ def pipeline(tmp_path_factory, django_db_blocker, pipeline_env):
         finally:
             pipe.stop_all()
             point_default_at(old)
-            if database_url:
-                _drop_postgres(database_url)
+            databases.drop_database(database_url)
 
 
 @pytest.fixture(scope="module")
