@@ -344,6 +344,10 @@ CDC_STALL_HEARTBEATS = env_int("CDC_STALL_HEARTBEATS", 6)
 CDC_LAG_SAMPLE_SECONDS = env_int("CDC_LAG_SAMPLE_SECONDS", 10)
 CDC_LAG_RETENTION_DAYS = env_int("CDC_LAG_RETENTION_DAYS", 30)
 CDC_SCHEDULE_SECONDS = env_float("CDC_SCHEDULE_SECONDS", 5.0)
+# Beat's sweeps of work whose task was lost (a start, a report) run this often.
+CDC_SWEEP_SECONDS = env_float("CDC_SWEEP_SECONDS", 15.0)
+# A stream STARTING this long with no start task holding it moves to FAILED, saying so.
+CDC_START_TIMEOUT_SECONDS = env_int("CDC_START_TIMEOUT_SECONDS", 600)
 CDC_STALL_CHECK_SECONDS = env_int("CDC_STALL_CHECK_SECONDS", 30)
 
 # --- Spark reports ----------------------------------------------------------------------
@@ -462,6 +466,8 @@ CELERY_TASK_QUEUES = (
 CELERY_TASK_ROUTES = {
     "partitions.pipeline.tasks.read_partition_task": {"queue": "celery"},
     "partitions.pipeline.tasks.*": {"queue": "housekeeping"},
+    # The reports' sweep must not wait behind the reports it sweeps.
+    "cdcweb.reports.tasks.sweep_reports_task": {"queue": "housekeeping"},
     "cdcweb.reports.tasks.*": {"queue": "reports"},
     "cdcweb.alerts.tasks.evaluate_alerts_task": {"queue": "housekeeping"},
     "cdcweb.alerts.tasks.deliver_alert_task": {"queue": "alerts"},
@@ -481,6 +487,8 @@ CELERY_BEAT_SCHEDULE = {
     # Each entry expires within its own period so a backlog of beats never piles up.
     "schedule-partitions": {"task": f"{PIPELINE}.schedule_partitions_task", **every(CDC_SCHEDULE_SECONDS)},
     "retry-failed-streams": {"task": f"{PIPELINE}.retry_failed_streams_task", **every(5.0)},
+    "sweep-streams": {"task": f"{PIPELINE}.sweep_streams_task", **every(CDC_SWEEP_SECONDS)},
+    "sweep-reports": {"task": "cdcweb.reports.tasks.sweep_reports_task", **every(CDC_SWEEP_SECONDS)},
     "sample-lag": {"task": f"{PIPELINE}.sample_lag_task", **every(CDC_LAG_SAMPLE_SECONDS)},
     "detect-stalls": {"task": f"{PIPELINE}.detect_stalls_task", **every(CDC_STALL_CHECK_SECONDS)},
     "cleanup-lag-samples": {"task": f"{PIPELINE}.cleanup_lag_samples_task", **every(3600.0)},

@@ -81,6 +81,9 @@ class Stream(models.Model):
     paused_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Set by recover ("now" / "timestamp"): the start task re-runs the initial query here.
     resume_from = models.DateTimeField(null=True, blank=True, editable=False)
+    # While STARTING: until when a start task holds the start (the database's time); one at a
+    # time, and a beat sweep sends another once it lapsed (a task lost with its worker).
+    start_claimed_until = models.DateTimeField(null=True, blank=True, editable=False)
     # Set when every partition finished at the end timestamp (the stream is complete).
     reached_end_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Landed files are kept by the stream's id; a stream that landed before that also owns the

@@ -9,6 +9,8 @@ a label; operator actions (streams/actions.py) pass theirs as `action`, so that
     STARTING            RUNNING             roots found     start task
     STARTING            FAILED              fail            start task (retryable error)
     STARTING            FAILED_PERMANENTLY  fail            start task (invalid config / permanent)
+    STARTING            DRAINING            pause           operator (a start stuck or not wanted)
+    STARTING            STARTING            recover         operator, with a strategy (a start stuck)
     RUNNING             DRAINING            pause           operator
     RUNNING             FAILED              fail            reader (retryable error)
     RUNNING             FAILED_PERMANENTLY  fail            reader (permanent error)
@@ -28,12 +30,15 @@ Decisions:
   it is complete, so resume refuses it (actions.resume) and says to create a new
   stream starting at that end instead. A paused stream uses no worker, which is
   what a finished one should look like.
-- A move to the same state is refused: it would hide a double click or a race.
+- A move to the same state is refused: it would hide a double click or a race. The one
+  exception is recover from STARTING: a start that cannot succeed (a start point out of
+  retention, say) can be pointed elsewhere without waiting for it to fail.
 - A stream whose kind cannot run (streams/kinds.py: unknown, or not available yet) never
   moves to STARTING or RUNNING, whoever asks (admin, API, CLI, the pipeline's retries).
 - DRAINING cannot be resumed directly: readers are still closing their windows;
   resume once it is PAUSED (usually within one window).
-- STARTING cannot be paused: the start task is finding the root partitions.
+- STARTING can be paused: the start task then finds the stream moved and stops
+  (partitions/pipeline/starting.py), and with no read running the drain ends at once.
 - FAILED has no retry budget: errors the source's reader calls retryable retry for as
   long as they happen, the backoff capped at CDC_RETRY_BACKOFF_MAX, because a source
   that comes back must be read on without an operator; only an error it calls
@@ -56,6 +61,8 @@ ALLOWED_MOVES: dict[tuple[str, str], str] = {
     (S.STARTING, S.RUNNING): "roots found",
     (S.STARTING, S.FAILED): "fail",
     (S.STARTING, S.FAILED_PERMANENTLY): "fail",
+    (S.STARTING, S.DRAINING): "pause",
+    (S.STARTING, S.STARTING): "recover",
     (S.RUNNING, S.DRAINING): "pause",
     (S.RUNNING, S.FAILED): "fail",
     (S.RUNNING, S.FAILED_PERMANENTLY): "fail",
@@ -134,6 +141,10 @@ def transition(
         check_move(locked, current, to_state, action)
         now = timezone.now()
         locked.state, locked.state_reason, locked.state_changed_at = to_state, reason, now
+        if S.STARTING in (current, to_state):
+            # A new start (or a recover from STARTING) is a new task's to claim; an older
+            # task's claim no longer counts (partitions/pipeline/starting.py).
+            fields.setdefault("start_claimed_until", None)
         for name, value in fields.items():
             setattr(locked, name, value)
         locked.save(update_fields=["state", "state_reason", "state_changed_at", "updated_at", *fields])

@@ -41,6 +41,10 @@ class Report(models.Model):
     requested_by = models.CharField(max_length=150, help_text="user name or task name")
     worker = models.CharField(max_length=255, blank=True, help_text="the Celery worker running it")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # When its task was last sent (QUEUED), and when the worker running it last said it is
+    # alive (RUNNING): the database's times, for beat's sweep of reports left behind.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     output_dir = models.CharField(max_length=500, blank=True)

@@ -2,11 +2,13 @@
 
 Lifecycle: QUEUED (created, task enqueued after commit) -> RUNNING (claimed by one task
 with a conditional UPDATE) -> DONE or FAILED. A task delivered twice finds the report
-no longer QUEUED and does nothing. A worker that dies mid-run leaves its report
-RUNNING under its name; when that worker starts again it marks the report FAILED
-("start it again"): re-running on restart could loop on a job that kills its worker.
-A job running past CDC_REPORT_TIMEOUT_SECONDS is killed, so a live worker never
-leaves a report RUNNING forever.
+no longer QUEUED and does nothing. While a report runs, its worker stamps
+``heartbeat_at`` (the database's now) every HEARTBEAT_SECONDS. Beat's sweep
+(``sweep_reports``) sends the task of a report QUEUED for REQUEUE_SECONDS again (a
+message lost with a worker; a duplicate finds it claimed), and marks FAILED a RUNNING
+report whose heartbeat stopped ("start it again"): re-running it could loop on a job
+that kills its worker. A job running past CDC_REPORT_TIMEOUT_SECONDS is killed, so a
+live worker never leaves a report RUNNING forever.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connections, transaction
+from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from partitions.models import Partition
@@ -42,6 +46,11 @@ PROGRESS_WRITE_SECONDS = 1.0
 # Output lines kept to explain a failure: the last ones, where the Python error is.
 KEPT_LINES = 400
 ABANDONED = "the worker running this report stopped before it finished; start the report again"
+# A running report's worker stamps it this often; three missed stamps and the sweep fails it.
+HEARTBEAT_SECONDS = 10.0
+STALE_HEARTBEATS = 3
+# A report QUEUED this long since its task was sent gets its task sent again.
+REQUEUE_SECONDS = 120.0
 
 
 def range_errors(since: datetime | None, until: datetime | None) -> dict[str, str]:
@@ -61,8 +70,33 @@ RUN_TASK = "cdcweb.reports.tasks.run_report_task"
 
 
 def enqueue(report: Report) -> None:
+    """Send the report's task once the transaction that created it commits."""
+    Report.objects.filter(pk=report.pk).update(sent_at=Now())
+    _send(report.pk)
+
+
+def _send(report_id: int) -> None:
     """Send the report's task (by name: tasks.py calls this module) once the transaction commits."""
-    dispatch.send_after_commit(RUN_TASK, report.pk)
+    dispatch.send_after_commit(RUN_TASK, report_id)
+
+
+def sweep_reports() -> dict[str, int]:
+    """Send again the tasks of reports QUEUED too long; fail RUNNING ones whose worker stopped."""
+    stale = Now() - timedelta(seconds=HEARTBEAT_SECONDS * STALE_HEARTBEATS)
+    failed = Report.objects.filter(status=S.RUNNING).filter(
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
+    )
+    counts = {"failed": failed.update(status=S.FAILED, error=ABANDONED, finished_at=Now())}
+    waiting = Report.objects.filter(status=S.QUEUED).filter(
+        Q(sent_at__isnull=True) | Q(sent_at__lt=Now() - timedelta(seconds=REQUEUE_SECONDS))
+    )
+    counts["requeued"] = 0
+    for report in waiting:
+        # The conditional UPDATE says which sweep (two beats, or a slow one) sends it.
+        if Report.objects.filter(pk=report.pk, status=S.QUEUED, sent_at=report.sent_at).update(sent_at=Now()):
+            _send(report.pk)
+            counts["requeued"] += 1
+    return counts
 
 
 def create_report(stream: Stream, since: datetime, until: datetime, by: str, kind: str = "all") -> Report:
@@ -95,19 +129,25 @@ def schedule_daily_reports(now: datetime | None = None) -> list[int]:
 
 
 def fail_reports_left_by(worker: str) -> int:
-    """Mark FAILED the reports a worker of this name left RUNNING (it is starting again)."""
+    """Mark FAILED the reports a worker of this name left RUNNING (it is starting again).
+
+    Only those whose heartbeat stopped: another live worker of the same name (two
+    hosts, one name) keeps stamping its own, and they are not this one's to fail.
+    """
     if not worker:
         return 0
-    return Report.objects.filter(status=S.RUNNING, worker=worker).update(
-        status=S.FAILED, error=ABANDONED, finished_at=timezone.now()
+    stale = Now() - timedelta(seconds=HEARTBEAT_SECONDS)
+    left = Report.objects.filter(status=S.RUNNING, worker=worker).filter(
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True)
     )
+    return left.update(status=S.FAILED, error=ABANDONED, finished_at=timezone.now())
 
 
 def claim(report: Report, worker: str) -> bool:
     """Move the report from QUEUED to RUNNING; return False if another run has it (or had it)."""
     now = timezone.now()
     won = Report.objects.filter(pk=report.pk, status=S.QUEUED).update(
-        status=S.RUNNING, started_at=now, worker=worker, step="starting Spark"
+        status=S.RUNNING, started_at=now, worker=worker, step="starting Spark", heartbeat_at=Now()
     )
     if won:
         report.status, report.started_at, report.worker = S.RUNNING, now, worker
@@ -157,10 +197,13 @@ def _execute(report: Report, output_dir: Path) -> tuple[Path | None, str]:
     timed_out = threading.Event()
     timer = threading.Timer(settings.CDC_REPORT_TIMEOUT_SECONDS, _kill, args=(proc, timed_out))
     timer.start()
+    beating = Heartbeat(report.pk)
+    beating.start()
     try:
         done_path, error, lines = _follow(report, proc)
         status = proc.wait()
     finally:
+        beating.stop()
         timer.cancel()
         _kill(proc)  # still running only if reading its output failed
     if status == 0 and done_path:
@@ -168,6 +211,27 @@ def _execute(report: Report, output_dir: Path) -> tuple[Path | None, str]:
     if timed_out.is_set():
         return None, f"the job ran longer than {settings.CDC_REPORT_TIMEOUT_SECONDS} s and was stopped"
     return None, error or readable_error(list(lines), status)
+
+
+class Heartbeat(threading.Thread):
+    """Stamps a running report's heartbeat_at every HEARTBEAT_SECONDS, however quiet its job is."""
+
+    def __init__(self, report_id: int) -> None:
+        super().__init__(name=f"report-{report_id}-heartbeat", daemon=True)
+        self.report_id, self.done = report_id, threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.done.wait(HEARTBEAT_SECONDS):
+                with contextlib.suppress(DatabaseError):  # a missed stamp; three make it stale
+                    Report.objects.filter(pk=self.report_id, status=S.RUNNING).update(heartbeat_at=Now())
+        finally:
+            connections.close_all()  # this thread's own connection
+
+    def stop(self) -> None:
+        """Stop stamping and wait for the thread."""
+        self.done.set()
+        self.join(timeout=HEARTBEAT_SECONDS)
 
 
 def _kill(proc: subprocess.Popen, flag: threading.Event | None = None) -> None:

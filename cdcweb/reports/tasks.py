@@ -25,6 +25,12 @@ def schedule_daily_reports_task(self) -> list[int]:
     return report_services.schedule_daily_reports()
 
 
+@shared_task(bind=True, acks_late=True, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def sweep_reports_task(self) -> dict:
+    """Send again the tasks of reports QUEUED too long; fail RUNNING ones whose worker stopped."""
+    return report_services.sweep_reports()
+
+
 @worker_ready.connect
 def fail_reports_of_previous_run(sender=None, **kwargs) -> None:
     """Fail the reports this worker (same node name) left RUNNING when it last stopped."""

@@ -17,7 +17,7 @@ from partitions import stalls
 from partitions.models import Partition
 from streams.models import Stream
 
-from . import failures, readers, scheduling, services, starting
+from . import failures, readers, scheduling, services, starting, sweeps
 from . import lag_samples as lag
 
 # A locked SQLite file or a dropped PostgreSQL connection: the same call may succeed later.
@@ -92,6 +92,12 @@ def drain_stream_task(self, stream_id: int) -> bool | None:
 def retry_failed_streams_task(self) -> int:
     """Restart FAILED streams whose backoff has passed."""
     return scheduling.retry_failed_streams(QUEUE)
+
+
+@shared_task(bind=True, acks_late=True, **RETRY)
+def sweep_streams_task(self) -> dict:
+    """Start again the STARTING streams whose start task was lost (FAILED after too long)."""
+    return sweeps.sweep_starting(QUEUE)
 
 
 @shared_task(bind=True, acks_late=True, **RETRY)

@@ -77,6 +77,8 @@ def test_beat_schedule_names_the_pipeline_tasks(tmp_path):
         "schedule_daily_reports_task",
         "evaluate_alerts_task",
         "purge_old_data_task",
+        "sweep_streams_task",
+        "sweep_reports_task",
     }
 
 

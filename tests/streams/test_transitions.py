@@ -27,9 +27,13 @@ def test_table_has_datastreams_moves():
         (S.FAILED, S.RUNNING),
         (S.FAILED, S.FAILED_PERMANENTLY),
         (S.FAILED_PERMANENTLY, S.STARTING),
+        (S.STARTING, S.DRAINING),
     ]:
         assert move in ALLOWED_MOVES
-    assert not any(src == dst for src, dst in ALLOWED_MOVES)
+    # the one move to the same state: recover a start that cannot succeed
+    assert {(src, dst): label for (src, dst), label in ALLOWED_MOVES.items() if src == dst} == {
+        (S.STARTING, S.STARTING): "recover"
+    }
 
 
 @pytest.mark.django_db
@@ -74,8 +78,13 @@ def test_forbidden_move_is_refused_and_changes_nothing(make_stream, current, to)
             "STARTING",
             "cannot start stream 'orders': it is PAUSED (start is allowed from NOT_STARTED)",
         ),
-        ("FAILED", "recover", "STARTING", "it is FAILED (recover is allowed from FAILED_PERMANENTLY)"),
-        ("PAUSED", "pause", "DRAINING", "it is PAUSED (pause is allowed from FAILED, RUNNING)"),
+        (
+            "FAILED",
+            "recover",
+            "STARTING",
+            "it is FAILED (recover is allowed from FAILED_PERMANENTLY, STARTING)",
+        ),
+        ("PAUSED", "pause", "DRAINING", "it is PAUSED (pause is allowed from FAILED, RUNNING, STARTING)"),
     ],
 )
 def test_action_refusal_names_current_state_and_where_it_is_allowed(
