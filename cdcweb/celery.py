@@ -7,7 +7,8 @@ import os
 from celery import Celery
 from celery.signals import beat_init, worker_init
 
-from cdcweb import embedded_db
+from cdcweb.beat_lock import hold as hold_beat_lock
+from cdcweb.embedded_db import start_if_default
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
 
@@ -20,7 +21,16 @@ app.autodiscover_tasks(["partitions.pipeline"])
 
 
 @worker_init.connect
-@beat_init.connect
 def _start_embedded_database(**_) -> None:
-    """With DATABASE_URL unset, make sure the embedded PostgreSQL runs before a worker or beat uses it."""
-    embedded_db.start_if_default()
+    """With DATABASE_URL unset, make sure the embedded PostgreSQL runs before a worker uses it."""
+    start_if_default()
+
+
+_beat_lock = []  # what holds the beat lock, referenced for the life of the process
+
+
+@beat_init.connect
+def _one_beat_at_a_time(**_) -> None:
+    """Start the embedded database if it is the default, then wait for the beat lock (cdcweb/beat_lock.py)."""
+    start_if_default()
+    _beat_lock.append(hold_beat_lock())
