@@ -357,6 +357,9 @@ CDC_REPORTS_DIR = Path(env_str("CDC_REPORTS_DIR", str(VAR_DIR / "reports"))).res
 # Where a report job writes its intermediate records (Parquet); a Hadoop URI every
 # executor reaches (hdfs://, gs://) on a cluster. Empty: <the report's output>/_work.
 CDC_SPARK_WORK_URI = env_str("CDC_SPARK_WORK_URI", "")
+# The landing zone as the Spark cluster reads it (a Hadoop URI: s3a://, gs://, a shared
+# path), when it differs from the readers' pyarrow URI (s3://...?endpoint_override=...).
+CDC_SPARK_LANDING_URI = env_str("CDC_SPARK_LANDING_URI", "")  # empty: CDC_LANDING_URI
 # A job past this is killed and the report fails, so no report stays RUNNING forever.
 CDC_REPORT_TIMEOUT_SECONDS = env_int("CDC_REPORT_TIMEOUT_SECONDS", 3600)
 CDC_REPORT_MAX_DAYS = env_int("CDC_REPORT_MAX_DAYS", 31)

@@ -13,6 +13,7 @@ from partitions.simulator.spanner.config import SimulatorConfig
 from partitions.simulator.spanner.server import start_server
 from tests import factories
 from tests.factories import databases
+from tests.factories.object_store import S3Server
 
 # The tests' database is on the embedded PostgreSQL (DATABASE_URL unset), as the demo's is.
 embedded_db.start_if_default()
@@ -71,6 +72,14 @@ def make_partition(db):
         return factories.make_partition(stream, state, minutes, **fields)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """Yield a local S3-compatible server (moto), its credentials in this process's environment."""
+    server = S3Server()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ def build_command(report, output_dir: Path, lineage: Path) -> list[str]:
     """Return the spark-submit argv that runs the report's job into ``output_dir``."""
     return [
         spark_submit(), "--master", settings.SPARK_MASTER, *driver_options(), str(MAIN),
-        "--input", settings.CDC_LANDING_URI, "--output", str(output_dir),
+        "--input", settings.CDC_SPARK_LANDING_URI or settings.CDC_LANDING_URI, "--output", str(output_dir),
         "--stream-id", str(report.stream_id), "--stream-name", report.stream.name,
         *(["--legacy-name", report.stream.landing_name] if report.stream.landing_name else []),
         "--since", iso(report.since), "--until", iso(report.until),

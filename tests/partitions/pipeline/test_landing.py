@@ -103,3 +103,24 @@ def test_file_names_differ_by_partition_and_window():
     # then every (partition, window) has its own name
     assert len({a, b, c}) == 3
     assert a.endswith(f"-{int(T0.timestamp() * 1_000_000)}.parquet")
+
+
+def test_an_object_store_landing_zone_gets_whole_files_and_reads_back(s3_server):
+    # given a landing zone in a bucket of an S3-compatible server (CDC_LANDING_URI=s3://...)
+    uri = s3_server.uri("cdc-landing-unit")
+    segment = landing.Segment(uri, STREAM_ID, "tok-A", "attempt-1")
+    # when a read lands two checkpoints into its segment
+    first = build_table("orders", "tok-A", [make_record(0, mods=2)], datetime.now(UTC))
+    second = build_table("orders", "tok-A", [make_record(1, mods=3, txid="tx-2")], datetime.now(UTC))
+    path = segment.land(T0, first)
+    assert segment.land(T0, second) == path
+    # then the bucket holds one whole file with both, no temporary object, and it reads back
+    filesystem, root = landing.resolve(uri)
+    names = [
+        i.path for i in filesystem.get_file_info(landing.pafs.FileSelector(root, recursive=True)) if i.is_file
+    ]
+    assert names == [path]
+    assert f"/stream_id={STREAM_ID}/date=2026-03-01/" in path
+    table = landing.read_landing(uri, STREAM_ID)
+    assert table.num_rows == 5
+    assert sorted(table.column("server_transaction_id").to_pylist()) == ["tx-1"] * 2 + ["tx-2"] * 3
