@@ -5,9 +5,10 @@ send every periodic task. Before beat's first tick, ``hold()`` takes:
 
 - on PostgreSQL (the embedded default and production): a session advisory lock, on a
   connection of its own. The server ends it when the holder's connection ends, so a
-  standby takes over within ``POLL_SECONDS`` of the holder dying. A holder that loses
-  its connection (a database restart) may have lost the lock to a standby: it exits
-  (status 3) rather than risk two beats, and its supervisor starts it again, as a standby;
+  standby takes over within ``POLL_SECONDS`` of the holder dying. A holder whose
+  connection ends (a database restart) takes the lock again on a new connection; if a
+  standby was faster, it exits (status 3) rather than risk two beats, and its supervisor
+  starts it again, as a standby;
 - on SQLite (one host only): an exclusive lock on ``CDC_VAR_DIR/beat.lock``.
 
 It needs no Redis and no other scheduler (celery-redbeat would tie beat to a Redis broker).
@@ -64,20 +65,52 @@ def _hold_advisory(stop: threading.Event):
 
 
 def _watch(connection) -> None:
-    """Exit the process if the lock's connection ends: a standby may hold the lock by then."""
+    """Keep the lock: after its connection ends (a database restart), take it again on a new one.
+
+    If another beat took it meanwhile, exit: two beats must never both schedule.
+    """
     while True:
         threading.Event().wait(POLL_SECONDS)
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
-                )
-                if cursor.fetchone() is not None:
-                    continue
-        except DatabaseError:
-            pass
-        log.error("the beat lock's connection ended: exiting so that only one beat schedules")
-        os._exit(LOST_EXIT_STATUS)
+        if _still_held(connection):
+            continue
+        connection.close()
+        while not _still_held(connection, retake=True):
+            if _held_elsewhere(connection):
+                log.error("another beat holds the beat lock now: exiting so that only one beat schedules")
+                os._exit(LOST_EXIT_STATUS)
+            threading.Event().wait(POLL_SECONDS / 4)
+        log.warning("the beat lock's connection ended; this beat holds the lock again")
+
+
+# The lock's row in pg_locks: a bigint advisory key shows as (classid, objid) = (high, low) 32 bits.
+HELD = (
+    "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = %s "
+    "AND objid::bigint = %s AND granted"
+)
+
+
+def _still_held(connection, retake: bool = False) -> bool:
+    mine = HELD + " AND pid = pg_backend_pid()"
+    try:
+        with connection.cursor() as cursor:
+            if retake:
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_KEY])
+            else:
+                cursor.execute(mine, [LOCK_KEY >> 32, LOCK_KEY & 0xFFFFFFFF])
+            return bool(cursor.fetchone()[0])
+    except DatabaseError:
+        connection.close()
+        return False
+
+
+def _held_elsewhere(connection) -> bool:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(HELD, [LOCK_KEY >> 32, LOCK_KEY & 0xFFFFFFFF])
+            return bool(cursor.fetchone()[0])
+    except DatabaseError:
+        connection.close()
+        return False  # the database is away: nobody can take it meanwhile
 
 
 def _hold_file(path: Path, stop: threading.Event):
