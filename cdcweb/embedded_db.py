@@ -12,7 +12,8 @@ checkouts on one machine never collide on a port. ``ensure_running`` initializes
 data directory on first use and starts the server if it is not running; it keeps
 running after the process that started it exits (``make demo`` stops it at Ctrl-C,
 ``python -m cdcweb.dbserver stop`` does it by hand). PostgreSQL refuses to run as
-root: as root the server runs as the user ``nobody``, which then owns the data directory.
+root: as root the server runs as the user ``nobody``, which then owns the data directory
+(and if ``nobody`` cannot reach CDC_VAR_DIR, its files go to /var/tmp: ``server_home``).
 
 No Django here: settings.py imports it.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import os
@@ -78,14 +80,34 @@ def bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
+@functools.lru_cache(maxsize=16)
+def server_home(var_dir: Path) -> Path:
+    """Return the folder of the server's files: CDC_VAR_DIR, unless the server's user cannot reach it.
+
+    As root the server runs as ROOT_RUNS_AS; a CDC_VAR_DIR below a folder that user may not
+    enter (a checkout in /root, a mkdtemp) gets its server's files in /var/tmp instead,
+    under a name derived from CDC_VAR_DIR, so every process finds the same server.
+    """
+    var_dir = Path(var_dir).resolve()
+    if os.geteuid() != 0:
+        return var_dir
+    var_dir.mkdir(parents=True, exist_ok=True)
+    var_dir.chmod(var_dir.stat().st_mode | 0o011)  # our own folder: let the server's user through
+    reach = subprocess.run(["test", "-x", str(var_dir)], capture_output=True, **_as_server_user())
+    if reach.returncode == 0:
+        return var_dir
+    digest = hashlib.sha256(str(var_dir).encode()).hexdigest()[:12]
+    return Path("/var/tmp") / f"cdcweb-postgres-{digest}"  # made when the server is first set up
+
+
 def data_dir(var_dir: Path) -> Path:
-    """Return the server's data directory."""
-    return Path(var_dir) / "postgres"
+    """Return the server's data directory (CDC_VAR_DIR/postgres, see server_home)."""
+    return server_home(Path(var_dir)) / "postgres"
 
 
 def socket_dir(var_dir: Path) -> Path:
     """Return the folder of the server's socket: CDC_VAR_DIR/run, or a short one if that is too long."""
-    preferred = Path(var_dir).resolve() / "run"
+    preferred = server_home(Path(var_dir)) / "run"
     if len(str(preferred / f".s.PGSQL.{PORT}")) <= MAX_SOCKET_PATH:
         return preferred
     digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:12]
@@ -151,8 +173,6 @@ def is_running(var_dir: Path) -> bool:
 
 def _initdb(pgdata: Path) -> None:
     pgdata.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:  # the server's user must pass through CDC_VAR_DIR (a mkdtemp is 0700)
-        pgdata.parent.chmod(pgdata.parent.stat().st_mode | 0o011)
     pgdata.chmod(0o700)
     _own(pgdata)
     _run("initdb", "-D", str(pgdata), "-U", USER, "--auth=trust", "--encoding=UTF8", "--no-instructions")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -60,3 +61,24 @@ def test_only_an_unset_database_url_means_the_embedded_server(tmp_path):
     assert not embedded_db.is_default({"DATABASE_URL": "postgres://db/cdc"})
     assert not embedded_db.is_default({"DATABASE_URL_FILE": "/run/secrets/db"})
     assert embedded_db.default_var_dir({"CDC_VAR_DIR": str(tmp_path)}) == tmp_path.resolve()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to another user")
+def test_as_root_a_var_dir_the_server_user_cannot_reach_keeps_its_server_in_var_tmp():
+    # given a var dir below a folder only root may enter (a checkout in /root, a mkdtemp)
+    private = Path(tempfile.mkdtemp(prefix="cdc-private-"))
+    var_dir = private / "var"
+    try:
+        # when its server is started, it runs, with its files where the server's user reaches them
+        embedded_db.ensure_running(var_dir)
+        home = embedded_db.server_home(var_dir)
+        assert home.parent == Path("/var/tmp")
+        assert embedded_db.data_dir(var_dir) == home / "postgres"
+        with psycopg.connect(embedded_db.url(var_dir)) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        # and nothing of ours was opened to other users above the var dir
+        assert private.stat().st_mode & 0o777 == 0o700
+    finally:
+        embedded_db.stop(var_dir, mode="immediate")
+        shutil.rmtree(embedded_db.server_home(var_dir), ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
