@@ -52,6 +52,7 @@ def _hold_advisory(stop: threading.Event):
                 cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_KEY])
                 if cursor.fetchone()[0]:
                     log.warning("this beat holds the beat lock: it schedules (pid %s)", os.getpid())
+                    connection.inc_thread_sharing()  # from now on only the watcher uses it
                     threading.Thread(target=_watch, args=(connection,), name="beat-lock", daemon=True).start()
                     return connection
         except DatabaseError as error:
@@ -67,8 +68,17 @@ def _hold_advisory(stop: threading.Event):
 def _watch(connection) -> None:
     """Keep the lock: after its connection ends (a database restart), take it again on a new one.
 
-    If another beat took it meanwhile, exit: two beats must never both schedule.
+    If another beat took it meanwhile, exit: two beats must never both schedule. So does
+    any error of the watcher itself: without it, nobody would know the lock was lost.
     """
+    try:
+        _keep(connection)
+    except BaseException:
+        log.exception("the beat lock's watcher failed: exiting so that only one beat schedules")
+        os._exit(LOST_EXIT_STATUS)
+
+
+def _keep(connection) -> None:
     while True:
         threading.Event().wait(POLL_SECONDS)
         if _still_held(connection):

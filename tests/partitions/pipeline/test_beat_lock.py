@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 import pytest
 
@@ -24,10 +25,13 @@ def test_only_one_beat_schedules_and_a_standby_takes_over(pipeline, wait_for):
         "beat-b", CELERY, "-A", "cdcweb", "beat", "-l", "INFO", "-s", str(pipeline.var_dir / "beat-b")
     )
     wait_for("the second beat to wait", lambda: WAITS in pipeline.log_text("beat-b"), timeout=60)
-    # then only the first one sends tasks
+    # then only the first one sends tasks, also after its lock's watcher checked it a few times
     sent = re.compile(r"Scheduler: Sending due task")
     wait_for("the first beat to send", lambda: sent.search(pipeline.log_text("beat-a")), timeout=30)
+    time.sleep(3 * beat_lock.POLL_SECONDS)  # an absence to observe: nothing to poll for
     assert not sent.search(pipeline.log_text("beat-b"))
+    assert HOLDS not in pipeline.log_text("beat-b")
+    assert "Traceback" not in pipeline.log_text("beat-a")
     # when the first one dies, the standby takes the lock and schedules
     pipeline.kill(first)
     wait_for("the standby to hold the lock", lambda: HOLDS in pipeline.log_text("beat-b"), timeout=30)
