@@ -21,7 +21,13 @@ from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt
 from streams.models import Stream
 from tests.alerts.receiver import start_receiver, stop_receiver
 from tests.factories import make_stream
-from tests.partitions.pipeline.conftest import TEST_ENV, _wait_for, pipeline  # noqa: F401 - the fixture
+from tests.partitions.pipeline.conftest import (  # noqa: F401 - the fixtures
+    TEST_ENV,
+    _wait_for,
+    pipeline,
+    pipeline_broker,
+    pipeline_database,
+)
 
 pytestmark = pytest.mark.slow
 EVALUATE_SECONDS = 2.0

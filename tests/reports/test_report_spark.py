@@ -6,10 +6,18 @@ the expected totals are computed from the landed Parquet files with pyarrow.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pyarrow.compute as pc
+import pyspark
 import pytest
 from django.utils import timezone
 
@@ -19,7 +27,15 @@ from cdcweb.reports.tasks import run_report_task
 from partitions.pipeline import landing
 from partitions.sources.landing import DEDUPE_KEY
 from streams.models import Stream
-from tests.partitions.pipeline.conftest import _wait_for, pipeline, pipeline_env, sim, sim_config  # noqa: F401
+from tests.partitions.pipeline.conftest import (  # noqa: F401 - the fixtures
+    _wait_for,
+    pipeline,
+    pipeline_broker,
+    pipeline_database,
+    pipeline_env,
+    sim,
+    sim_config,
+)
 
 pytestmark = pytest.mark.slow
 S = Report.Status
@@ -158,6 +174,68 @@ def test_a_range_without_data_is_a_done_empty_report(pipeline, landed, settings,
     assert report.summary["totals"]["mods"] == 0
     assert set(report.results) == {"throughput", "busiest_partitions"}
     assert all(rows == [] for rows in report.results.values())
+
+
+@pytest.fixture
+def spark_cluster(tmp_path):
+    """Yield the URL of a Spark standalone cluster: a master and a worker from pyspark's spark-class."""
+    spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+    ports = [_free_port() for _ in range(3)]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(tmp_path)}
+    logs = {name: tmp_path / f"{name}.log" for name in ("master", "worker")}
+    procs = [
+        subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+             "--port", str(ports[0]), "--webui-port", str(ports[1])],
+            env=env, stdout=open(logs["master"], "w"), stderr=subprocess.STDOUT, start_new_session=True,  # noqa: SIM115
+        ),
+        subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{ports[0]}",
+             "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(ports[2]),
+             "--work-dir", str(tmp_path / "work")],
+            env=env, stdout=open(logs["worker"], "w"), stderr=subprocess.STDOUT, start_new_session=True,  # noqa: SIM115
+        ),
+    ]  # fmt: skip
+    try:
+        _wait_for("the worker to register", lambda: "Registering worker" in logs["master"].read_text(), 120)
+        yield f"spark://127.0.0.1:{ports[0]}", logs
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_report_runs_on_a_spark_standalone_cluster(
+    pipeline,  # noqa: F811
+    landed,
+    worker_run,
+    spark_cluster,
+    settings,
+    tmp_path,
+):
+    # given a standalone cluster (master and worker from pyspark's own spark-class)
+    url, logs = spark_cluster
+    settings.SPARK_MASTER, settings.CDC_SPARK_DRIVER_MEMORY = url, "512m"
+    settings.CDC_LANDING_URI = str(pipeline.landing)
+    settings.CDC_REPORTS_DIR = tmp_path / "reports"
+    # when a report of the landed stream runs there
+    report = apply_report(
+        landed, landed.start_at - timedelta(minutes=1), landed.end_at + timedelta(minutes=1)
+    )
+    # then it is done with the landing zone's totals, and its executor ran on the cluster's worker
+    assert report.status == S.DONE, report.error
+    expected = expected_totals(str(pipeline.landing), landed)
+    assert {k: report.summary["totals"][k] for k in expected} == expected
+    assert (
+        "Launching executor" in logs["worker"].read_text() or "launch executor" in logs["worker"].read_text()
+    )
 
 
 def test_a_renamed_stream_keeps_its_data_and_a_new_one_of_its_old_name_sees_none(

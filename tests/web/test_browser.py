@@ -34,6 +34,7 @@ _spec = importlib.util.spec_from_file_location(
 _fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fixtures)
 pipeline, sim_config, sim = _fixtures.pipeline, _fixtures.sim_config, _fixtures.sim
+pipeline_database, pipeline_broker = _fixtures.pipeline_database, _fixtures.pipeline_broker
 
 POINTS_JS = """
 const el = document.getElementById(arguments[0]);

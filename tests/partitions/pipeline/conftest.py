@@ -66,25 +66,29 @@ class Pipeline:
             pytest.fail(f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
         return done
 
-    def spawn(self, name: str, *args: str) -> subprocess.Popen:
+    def spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         """Start a process in its own session (so a kill takes its children too)."""
         log = open(self.logs / f"{name}.log", "a")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
-            args, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            args, cwd=ROOT, env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
         self.procs.append(proc)
         return proc
 
-    def _celery_worker(self, name: str, queues: str, threads: int) -> subprocess.Popen:
+    def _celery_worker(self, name: str, queues: str, threads: int, **env: str) -> subprocess.Popen:
         return self.spawn(
             name, CELERY, "-A", "cdcweb", "worker", "-l", "INFO", "-Q", queues, "--pool", "threads",
             "-c", str(threads), "-n", f"{name}@%h",
-            "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "--without-gossip", "--without-mingle", "--without-heartbeat", env=env,
         )  # fmt: skip
 
-    def worker(self, name: str = "w1", threads: int = 8) -> subprocess.Popen:
-        """Start a read worker like the Procfile's `reader` (its log shows leases taken and given up)."""
-        return self._celery_worker(name, "urgent,celery", threads)
+    def worker(self, name: str = "w1", threads: int = 8, **env: str) -> subprocess.Popen:
+        """Start a read worker like the Procfile's `reader` (its log shows leases taken and given up).
+
+        `env` overrides the pipeline's environment for this worker (another host's CDC_VAR_DIR).
+        """
+        return self._celery_worker(name, "urgent,celery", threads, **env)
 
     def housekeeping(self, name: str = "hk") -> subprocess.Popen:
         """Start the housekeeping worker as the Procfile's: beat's tasks, start and drain."""
@@ -133,11 +137,24 @@ def pipeline_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory, django_db_blocker, pipeline_env):
+def pipeline_database():
+    """Yield the URL of the module's empty database (on the test server; a module may override this)."""
+    url = databases.create_database("pipeline")
+    yield url
+    databases.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def pipeline_broker() -> str:
+    """Return the module's broker URL: CDC_TEST_BROKER_URL's Redis, or "" for the filesystem broker."""
+    return os.environ.get("CDC_TEST_BROKER_URL", "")
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory, django_db_blocker, pipeline_env, pipeline_database, pipeline_broker):
     """Yield a migrated, empty pipeline environment; stop its processes afterwards."""
     var_dir = tmp_path_factory.mktemp("var")
-    database_url = databases.create_database("pipeline")
-    broker_url = os.environ.get("CDC_TEST_BROKER_URL", "")
+    database_url, broker_url = pipeline_database, pipeline_broker
     if broker_url:
         import redis
 
@@ -154,7 +171,6 @@ def pipeline(tmp_path_factory, django_db_blocker, pipeline_env):
         finally:
             pipe.stop_all()
             point_default_at(old)
-            databases.drop_database(database_url)
 
 
 @pytest.fixture(scope="module")

@@ -235,6 +235,25 @@ def test_burst_of_errors_fails_the_stream_then_it_recovers_by_itself(pipeline, f
     assert back.filter(by__startswith="partitions").exists()
 
 
+def test_a_start_task_lost_with_its_worker_is_sent_again_by_beat(pipeline, faulty_sim, worker, wait_for):
+    # given a stream whose initial query takes a while (a slow source, within the 3 s deadline)
+    slow = faulty_sim("slow:1500")
+    start, end = span_in_past(14, timedelta(seconds=10))
+    stream = create_stream(pipeline, slow, "lost-start", start, end)
+    claimed = Stream.objects.filter(pk=stream.pk, start_claimed_until__isnull=False)
+    wait_for("the start task to claim the start", claimed.exists, timeout=30)
+    # when the housekeeping worker running the start task is SIGKILLed (the filesystem
+    # broker removed the task's message when the worker took it) and comes back
+    running = [p for p in pipeline.procs if "housekeeping" in p.args and p.poll() is None]
+    for proc in running:
+        pipeline.kill(proc)
+    pipeline.housekeeping("hk-again")
+    # then beat's sweep sends another start task once the claim lapses, and the stream runs
+    wait_for("RUNNING", lambda: Stream.objects.get(pk=stream.pk).state == S.RUNNING, timeout=90)
+    assert not stream.transitions.filter(to_state__in=[S.FAILED, S.FAILED_PERMANENTLY]).exists()
+    pipeline.manage("cdc_stream", "pause", "lost-start")
+
+
 def test_start_older_than_retention_fails_permanently_and_recovers_from_now(pipeline, sim, worker, wait_for):
     # given a stream that starts before the change stream's retention
     start = timezone.now() - timedelta(days=2)
