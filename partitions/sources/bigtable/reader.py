@@ -70,6 +70,7 @@ class BigtableRead:
         self._closed = threading.Event()
         self._call = None
         self.attempts = 0  # streams opened, for tests and logs
+        self.messages = 0  # responses received over every stream
         self.retries = 0
 
     @property
@@ -91,10 +92,10 @@ class BigtableRead:
         """Yield the read's items, resuming a stream broken with UNAVAILABLE from the last tokens."""
         failures = 0
         while not self._closed.is_set():
+            answered = self.messages
             try:
                 for item in self._stream():
                     if item is not None:
-                        failures = 0  # progress: the tokens moved on, a retry will not repeat this
                         yield item
                 return
             except Exception as exc:  # classified below: the client raises many kinds
@@ -102,6 +103,10 @@ class BigtableRead:
                     return
                 error = classify(exc, self._table, self._profile)
                 self._assembler.reset()  # a change cut off mid-way is sent again on resume
+                if self.messages > answered:
+                    # The server answered before the break: it is up, and the tokens (or the
+                    # chunks of a long change) moved on. Only breaks without a word count.
+                    failures = 0
                 if error.code != "UNAVAILABLE" or failures + 1 >= self._max_attempts:
                     if error.retryable and failures:
                         raise RetryableSourceError(f"gave up after {failures + 1} attempts: {error}") from exc
@@ -131,6 +136,7 @@ class BigtableRead:
         if self._closed.is_set():
             return
         for response in self._call:
+            self.messages += 1
             raw = _RESPONSE_PB(response)  # the wrapped protobuf itself: no copy, no conversion
             yield self.on_response(raw)
             if raw.HasField("close_stream"):
