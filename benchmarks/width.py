@@ -121,8 +121,9 @@ def setup_django(host: Host) -> None:
     os.environ.update({k: v for k, v in host.env.items() if k.startswith(("CDC_", "DATABASE_", "CELERY_"))})
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
     import django
+    from django.apps import apps
 
-    if not django.apps.apps.ready:
+    if not apps.ready:
         django.setup()
 
 
