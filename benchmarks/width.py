@@ -97,12 +97,17 @@ class Host:
         self.procs.spawn("housekeeping", CELERY, "-A", "cdcweb", "worker", "-Q", "housekeeping", "--pool",
                          "threads", "--concurrency", "4", "-l", "INFO", "-n", "housekeeping@%h")  # fmt: skip
         self.procs.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "INFO")
-        for i in range(self.streams):
-            self.procs.manage(
-                "cdc_stream", "create", f"s{i}", "--project", "w", "--instance", "w", "--database", f"db{i}",
-                "--change-stream", "Changes", "--start=-1m", "--heartbeat-ms", str(HEARTBEAT_MS),
-            )  # fmt: skip
-            self.procs.manage("cdc_stream", "start", f"s{i}")
+        # Every stream through the CLI's own command, in one process (one start-up, not 2 x S):
+        # all created first, then all started, each from one minute before the first start.
+        start = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+        calls = [
+            f"call_command('cdc_stream', 'create', 's{i}', '--project', 'w', '--instance', 'w', "
+            f"'--database', 'db{i}', '--change-stream', 'Changes', '--start', '{start}', "
+            f"'--heartbeat-ms', '{HEARTBEAT_MS}')"
+            for i in range(self.streams)
+        ] + [f"call_command('cdc_stream', 'start', 's{i}')" for i in range(self.streams)]
+        script = "\n".join(["from django.core.management import call_command", *calls])
+        self.procs.manage("shell", "-c", script)
 
     def rss(self) -> int:
         """Return the reader's resident memory, children included (bytes)."""
