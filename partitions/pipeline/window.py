@@ -68,6 +68,10 @@ def query_timeout(end: datetime | None) -> float:
     return max(0.0, until_end) + settings.CDC_LEASE_SECONDS
 
 
+# The share of a checkpoint interval by which a heartbeat may come early and still be stored.
+HEARTBEAT_SLACK = 0.25
+
+
 def checkpoint_seconds(stream: Stream) -> float:
     """Return how often a read checkpoints: each heartbeat interval, or CDC_CHECKPOINT_SECONDS if longer.
 
@@ -179,8 +183,11 @@ class Window:
 
 def _read_all(w: Window) -> tuple[Partition | None, bool]:
     progress = Progress(start=w.partition.watermark, watermark=w.partition.watermark)
-    cadence = checkpoint_seconds(w.stream)
-    due = time.monotonic() + cadence
+    # Due a little before the next heartbeat is: one that comes a hair early still stores
+    # its watermark, rather than waiting a whole interval more (a lag of two heartbeats).
+    cadence = checkpoint_seconds(w.stream) * (1 - HEARTBEAT_SLACK)
+    last = time.monotonic()
+    due = last + cadence
     quick = w.store.data_seconds
     for item in w.read:
         if leases.KEEPER.lost(w.partition.pk, w.owner):
@@ -191,7 +198,9 @@ def _read_all(w: Window) -> tuple[Partition | None, bool]:
             progress.ended = item
         else:
             if quick is not None and not progress.data:
-                due = min(due, time.monotonic() + quick)
+                # A record after a quiet spell is stored at once; more of them, at most
+                # every `quick` seconds (each checkpoint rewrites the segment's file).
+                due = min(due, max(time.monotonic(), last + quick))
             progress.data.append(item)
         stopping = w.stop is not None and w.stop.is_set()
         if progress.ended is None and (
@@ -200,7 +209,8 @@ def _read_all(w: Window) -> tuple[Partition | None, bool]:
             stored = _flush(w, progress)
             if stored is None or stopping or not w.store.reads_on(w.stream):
                 return stored, False  # lease lost, or asked to stop: leave mid-window
-            w.partition, progress, due = stored, progress.next(), time.monotonic() + cadence
+            last = time.monotonic()
+            w.partition, progress, due = stored, progress.next(), last + cadence
     _settle(w, progress)
     if progress.finish_at is not None:
         log_lease("end", w.partition.pk, w.owner)  # the checkpoint that finishes it gives it up
