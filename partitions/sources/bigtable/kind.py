@@ -64,12 +64,6 @@ class BigtableKind(ReadKind):
     read_method = READ_METHOD
     lineage = True
     windows = True  # a read covers [watermark, watermark + window], continued from its tokens
-    # The reader and the simulator are done and tested on their own; reading through the
-    # workers (merges across SIGKILLs, reports, the demo) is not yet, so no stream may use it.
-    unavailable = (
-        "Bigtable change streams cannot be read by cdcweb's workers yet: the reader is "
-        "built, its pipeline is not finished"
-    )
     settings = (
         Setting(
             "project", "Project", help="Google Cloud project id of the Bigtable instance", cli="--project"
