@@ -4,7 +4,8 @@ A cursor is JSON (the pipeline stores it with each checkpoint)::
 
     {"range": [start hex, end hex],                       # the partition's rows; "" unbounded
      "tokens": [{"range": [start hex, end hex], "token": "..."}, ...],   # sorted by start
-     "low_watermark": "2026-01-01T00:00:00+00:00"}        # only while a child waits to start
+     "low_watermark": "2026-01-01T00:00:00+00:00",        # only while a child waits to start
+     "delivered": "2026-01-01T00:00:00+00:00"}            # the newest change the tokens are past
 
 A root partition has no tokens: it is read from a start time. A child starts from the
 tokens its parents handed over when they closed; it may be read once those tokens cover
@@ -22,7 +23,7 @@ from partitions.sources.base import NewPartition, PartitionState
 
 from .ranges import RowRange, covers
 
-RANGE, TOKENS, LOW_WATERMARK = "range", "tokens", "low_watermark"
+RANGE, TOKENS, LOW_WATERMARK, DELIVERED = "range", "tokens", "low_watermark", "delivered"
 _GENERATION_MARK = "~g"
 
 
@@ -50,6 +51,19 @@ def tokens_cursor(
     if low_watermark is not None:
         cursor[LOW_WATERMARK] = low_watermark.isoformat()
     return cursor
+
+
+def with_delivered(cursor: dict[str, Any], delivered: datetime | None) -> dict[str, Any]:
+    """Return the cursor noting the commit timestamp of the newest change its tokens are past."""
+    if delivered is not None:
+        cursor[DELIVERED] = delivered.isoformat()
+    return cursor
+
+
+def delivered(cursor: Mapping[str, Any]) -> datetime | None:
+    """Return the commit timestamp of the newest change the cursor's tokens are past, if noted."""
+    value = cursor.get(DELIVERED)
+    return datetime.fromisoformat(value) if value else None
 
 
 def parse_cursor(cursor: Mapping[str, Any]) -> tuple[RowRange, list[Token]]:

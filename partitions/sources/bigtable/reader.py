@@ -27,7 +27,7 @@ from partitions.sources.base import (
     RetryableSourceError,
 )
 
-from .cursor import Token, low_watermark, parse_cursor, tokens_cursor
+from .cursor import Token, delivered, low_watermark, parse_cursor, tokens_cursor, with_delivered
 from .decode import ChangeAssembler
 from .errors import classify, code_name, from_status
 from .ranges import RowRange, label
@@ -64,6 +64,7 @@ class BigtableRead:
         self._partition, self._end, self._options = partition, end, options
         self._max_attempts, self._backoff_s = max_attempts, backoff_s
         low = low_watermark(partition.cursor)
+        self._delivered = delivered(partition.cursor)
         # A merged child is only as far as its slowest parent (the lowest handed over).
         self.watermark = partition.watermark if low is None else min(partition.watermark, low)
         self._assembler = ChangeAssembler(where=partition.label or label(self.row_range))
@@ -76,7 +77,7 @@ class BigtableRead:
     @property
     def cursor(self) -> dict[str, Any]:
         """Return the resume state after the last yielded item: the range and its latest tokens."""
-        return tokens_cursor(self.row_range, self._tokens)
+        return with_delivered(tokens_cursor(self.row_range, self._tokens), self._delivered)
 
     def __iter__(self) -> Iterator[object]:
         return self._run()
@@ -90,6 +91,9 @@ class BigtableRead:
 
     def _run(self) -> Iterator[object]:
         """Yield the read's items, resuming a stream broken with UNAVAILABLE from the last tokens."""
+        if self._tokens_past_end():
+            self._reached_end()  # a checkpoint stored after the end's last change: nothing is left
+            return
         failures = 0
         while not self._closed.is_set():
             answered = self.messages
@@ -119,6 +123,17 @@ class BigtableRead:
                 self.retries += 1
             finally:
                 self._cancel()
+
+    def _tokens_past_end(self) -> bool:
+        """Return whether the tokens are already past a change committed at or after the end.
+
+        The server refuses a read whose end_time is not after its tokens' position: a read
+        resumed from a checkpoint taken after the end's last change (a worker killed before
+        the checkpoint that finished the partition) must not ask it.
+        """
+        if not self._tokens or self._end is None or self._delivered is None:
+            return False
+        return self._delivered >= self._end
 
     def _stream(self) -> Iterator[object]:
         """Yield an item (or None) per message of one ReadChangeStream call, until it ends."""
@@ -188,6 +203,7 @@ class BigtableRead:
         if change is None:
             return None
         self._tokens = [Token(self.row_range, change.token)]
+        self._delivered = change.commit_timestamp
         self._advance(change.estimated_low_watermark)
         return change
 
