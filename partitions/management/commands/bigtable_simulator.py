@@ -35,6 +35,12 @@ class Command(ChangeStreamSimulatorCommand):
             action="store_true",
             help="send row deletes as DeleteFromRow instead of a DeleteFromFamily per family",
         )
+        parser.add_argument(
+            "--wide-merge-tokens",
+            action="store_true",
+            help="name the merged child's whole range in each closing parent's token, as the real server "
+            "has been seen to (readers must intersect it with the parent's range)",
+        )
 
     def config(self, options) -> BigtableSimulatorConfig:
         """Return the resolved config the options describe."""
@@ -44,6 +50,7 @@ class Command(ChangeStreamSimulatorCommand):
             plain_tables=tuple(t for t in ("plain",) if t not in tables),
             max_mods=options["max_mods"],
             raw_row_deletes=options["raw_row_deletes"],
+            wide_merge_tokens=options["wide_merge_tokens"],
             **change_stream_options(options, parse_fault),
         ).resolved()
 

@@ -34,6 +34,9 @@ class BigtableSimulatorConfig(ChangeStreamConfig):
     chunk_bytes: int = 16 * 1024
     message_bytes: int = 32 * 1024
     raw_row_deletes: bool = False  # send DeleteFromRow as is, not as one DeleteFromFamily per family
+    # Name the merged child's whole range in each closing parent's token, as the real
+    # server has been seen to (Beam intersects it with the parent's range; so must we).
+    wide_merge_tokens: bool = False
 
     def __post_init__(self):
         super().__post_init__()

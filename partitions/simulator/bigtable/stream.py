@@ -72,6 +72,7 @@ class _PartitionPlan:
         self.row_range = partition_range(partition)
         self.end_limit = None if end_us is None else end_us + 1
         self.heartbeat_us = heartbeat_us
+        self.wide_tokens = model.config.wide_merge_tokens
         self.last = progress.low()  # time of the last item sent, or the start position
 
     def items(self) -> Iterator[Item]:
@@ -121,11 +122,12 @@ class _PartitionPlan:
         self.progress.advance(end - 1)
         lo, hi = self.partition.lo, self.partition.hi
         tokens, partitions = [], []
+        kind = "split" if len(self.partition.children) > 1 else "merge"
         for child in self.partition.children:
             a, b = max(lo, child.lo), min(hi, child.hi)
-            tokens.append((bounds_range(a, b), self.progress.restrict(a, b).encode()))
+            named = partition_range(child) if kind == "merge" and self.wide_tokens else bounds_range(a, b)
+            tokens.append((named, self.progress.restrict(a, b).encode()))
             partitions.append(partition_range(child))
-        kind = "split" if len(self.partition.children) > 1 else "merge"
         message = f"the partition ended in a {kind}: continue with the new partitions"
         return Item(
             end, CLOSE, [encode.close_stream(OUT_OF_RANGE, message, tokens, partitions)], OUT_OF_RANGE

@@ -233,7 +233,7 @@ class BigtableRead:
             raise from_status(
                 name, message or f"the stream closed with status {name}", self._table, self._profile
             )
-        tokens = [Token(self._range_of(t.partition), t.token) for t in raw.continuation_tokens]
+        tokens = [self._own_part(t) for t in raw.continuation_tokens]
         partitions = [self._range_of(p) for p in raw.new_partitions]
         try:
             children = children_of(tokens, partitions, self.watermark)
@@ -242,6 +242,20 @@ class BigtableRead:
         # Resuming this partition from its closing tokens closes it again, the same way.
         self._tokens = tokens
         return Ended(self.watermark, children)
+
+    def _own_part(self, raw_token) -> Token:
+        """Return a handed-over token for its range within this partition's own range.
+
+        The server has been seen to name a merged child's whole range in a closing
+        parent's token; taken as is, the child would look covered by one parent and
+        start before the others closed. Beam's connector intersects the two ranges
+        (ChangeStreamContinuationTokenHelper); so does this reader.
+        """
+        token_range = self._range_of(raw_token.partition)
+        own = token_range.intersection(self.row_range)
+        if own is None:
+            raise self._malformed(f"a closing token for {label(token_range)} lies outside this partition")
+        return Token(own, raw_token.token)
 
     def _range_of(self, partition) -> RowRange:
         """Return a raw StreamPartition's row range, or raise MalformedRecordError."""

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
 
-from bigtable_support import OPTIONS, past_window
+from bigtable_follow import Follower
+from bigtable_support import OPTIONS, identity, past_window, source_for
 
+from partitions.simulator.bigtable.groundtruth import ground_truth
 from partitions.simulator.bigtable.keys import partition_range
-from partitions.sources.base import PartitionState
-from partitions.sources.bigtable.cursor import root_cursor
+from partitions.simulator.bigtable.server import start_server
+from partitions.simulator.core.clock import to_datetime
+from partitions.sources.base import Ended, PartitionState
+from partitions.sources.bigtable.cursor import child_ready, root_cursor
 from partitions.sources.bigtable.ranges import label, range_token
 from partitions.sources.bigtable.records import Change
 
@@ -25,6 +30,17 @@ def _long_lived(simulator, start, end) -> PartitionState:
                 range_token(row_range), start, start, root_cursor(row_range), label(row_range)
             )
     raise AssertionError("no partition lives over the window: pick another")
+
+
+def _ends_in_a_merge(topology, start, end):
+    """Return a partition live in [start, end] that ends in a merge before end."""
+    begin, until = int(start.timestamp() * 1e6), int(end.timestamp() * 1e6)
+    topology.ensure(until)  # children are learnt lazily
+    for at in range(begin, until, 250_000):
+        for p in topology.live_at(at):
+            if p.end_us is not None and p.end_us < until and len(p.children) == 1:
+                return p
+    raise AssertionError("the window should hold a merge")
 
 
 def test_a_read_resumed_from_tokens_past_its_end_ends_at_once(bigtable_simulator, bigtable_source):
@@ -48,3 +64,42 @@ def test_a_read_resumed_from_tokens_past_its_end_ends_at_once(bigtable_simulator
     assert items == []
     assert again.watermark == end
     assert again.attempts == 0
+
+
+def test_a_merged_child_waits_for_every_parent_though_a_token_names_its_whole_range(bigtable_simulator):
+    # given a server that names the merged child's whole range in each closing parent's token
+    quirky = start_server(replace(bigtable_simulator.config, wide_merge_tokens=True))
+    try:
+        start, end = past_window(10, ago=50)
+        # when every partition is followed through its splits and merges
+        follower = Follower(source_for(quirky), start, end, OPTIONS)
+        follower.run()
+        # then no merged child was read before both parents closed, and nothing was lost
+        assert quirky.early_child_reads("events") == []
+        merged = [r for r in quirky.reads() if len(r.tokens) > 1 and r.partition]
+        assert merged, "the window should hold merges read from both parents' tokens"
+        expected = Counter(ground_truth(quirky.config, "events", start, end))
+        assert Counter(identity(c) for c in follower.changes()) == expected
+    finally:
+        quirky.stop(grace=0)
+
+
+def test_the_quirk_is_reproduced_a_closing_token_names_the_whole_merged_range(bigtable_simulator):
+    # given the quirky server, and a partition that ends in a merge
+    quirky = start_server(replace(bigtable_simulator.config, wide_merge_tokens=True))
+    try:
+        start, end = past_window(10, ago=50)
+        topology = quirky.tables["events"].topology
+        parent = _ends_in_a_merge(topology, start, end)
+        start = max(start, to_datetime(parent.start_us))
+        row_range = partition_range(parent)
+        state = PartitionState(range_token(row_range), start, start, root_cursor(row_range), label(row_range))
+        # when it is read to its close
+        (ended,) = [i for i in source_for(quirky).read(state, end, OPTIONS) if isinstance(i, Ended)]
+        # then the child waits: the token handed over is for the parent's own range only
+        (child,) = ended.children
+        assert child.cursor["tokens"][0]["range"] == row_range.to_json()
+        assert child.cursor["range"] == partition_range(parent.children[0]).to_json()
+        assert not child_ready(PartitionState(child.token, start, start, child.cursor), False)
+    finally:
+        quirky.stop(grace=0)
