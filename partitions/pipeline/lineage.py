@@ -13,6 +13,9 @@ Two rules decide when a child is stored:
   parent-wait rule see one finished parent and schedule the child too soon.
 - The kind picks the token (``ReadKind.place_child``): a change stream's token is its
   own; a Bigtable row range that comes back after it finished is a new generation.
+- Placing is idempotent: a parent with an edge to the child (any generation of its
+  token) has handed its part over already, so handing it again changes nothing, not
+  even once the child has started (a new generation would wait forever).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ def _store(parent: Partition, child: NewPartition, kind: ReadKind) -> None:
         return  # a named parent is not stored yet: it announces the child when it finishes
     # Every stored partition that may be this child: the same token, or a generation of it.
     same = Partition.objects.filter(stream_id=stream_id).filter(Q(token__startswith=child.token))
+    if PartitionEdge.objects.filter(parent_id=parents[parent.token], child__in=same).exists():
+        return  # this parent handed its part over already (a retried checkpoint): nothing changes
     known = {token: cursor for token, cursor in same.values_list("token", "cursor")}
     token, stored = kind.place_child(child, known)
     if not stored:

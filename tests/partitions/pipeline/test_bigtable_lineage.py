@@ -1,0 +1,78 @@
+"""Bigtable children in the database: a merge waits for every parent's tokens, and placing is idempotent."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+
+from partitions.models import Partition, PartitionEdge
+from partitions.pipeline import lineage, scheduling
+from partitions.sources.base import Ended
+from partitions.sources.bigtable.cursor import Token, root_cursor
+from partitions.sources.bigtable.kind import KIND
+from partitions.sources.bigtable.ranges import RowRange, label, range_token
+from partitions.sources.bigtable.requests import children_of
+from streams.models import Stream
+from tests.factories import T0, RecordingQueue, make_partition
+
+pytestmark = pytest.mark.django_db
+P = Partition.State
+LEFT, RIGHT, ALL = RowRange(b"", b"m"), RowRange(b"m", b""), RowRange(b"", b"")
+CLOSE = T0 + timedelta(seconds=30)
+
+
+@pytest.fixture
+def stream():
+    connection = {
+        "project": "test-project",
+        "instance": "test-instance",
+        "table": "events",
+        "app_profile": "cdc",
+    }
+    return Stream.objects.create(
+        name="bt", source_kind="bigtable", connection=KIND.clean(connection), start_at=T0,
+        state=Stream.State.RUNNING,
+    )  # fmt: skip
+
+
+def parent(stream, row_range):
+    return make_partition(
+        stream, token=range_token(row_range), cursor=root_cursor(row_range), label=label(row_range)
+    )
+
+
+def close_into_merge(part, row_range, token_text):
+    """Store what a parent's CloseStream hands over to the merged child, as its finishing checkpoint does."""
+    ended = Ended(CLOSE, children_of([Token(row_range, token_text)], [ALL], CLOSE))
+    with transaction.atomic():
+        lineage.store_children(part, ended, KIND)
+    Partition.objects.filter(pk=part.pk).update(state=P.FINISHED)
+
+
+def merged(stream):
+    return Partition.objects.get(stream=stream, token__startswith=range_token(ALL))
+
+
+def test_a_merged_child_waits_for_every_parent_and_a_repeated_handover_changes_nothing(stream):
+    # given two parents that merge, the left one closed (and its handover stored twice)
+    left, right = parent(stream, LEFT), parent(stream, RIGHT)
+    close_into_merge(left, LEFT, "left@30")
+    first = merged(stream).cursor
+    close_into_merge(left, LEFT, "left@30")
+    # then the child is the same, and it waits for the right parent
+    assert merged(stream).cursor == first
+    queue = RecordingQueue()
+    assert scheduling.schedule_ready(stream.pk, queue) == 0
+    # when the right parent closes too (its checkpoint retried)
+    close_into_merge(right, RIGHT, "right@30")
+    assert scheduling.schedule_ready(stream.pk, queue) == 1
+    close_into_merge(right, RIGHT, "right@30")
+    # then one child holds both tokens, is scheduled once, and no new generation appeared
+    child = merged(stream)
+    assert [t["token"] for t in child.cursor["tokens"]] == ["left@30", "right@30"]
+    assert Partition.objects.filter(stream=stream).count() == 3
+    assert child.state == P.SCHEDULED
+    assert queue.reads == [(child.pk, 0)]
+    assert PartitionEdge.objects.filter(child=child).count() == 2
