@@ -36,6 +36,14 @@ class Command(ChangeStreamSimulatorCommand):
             help="send row deletes as DeleteFromRow instead of a DeleteFromFamily per family",
         )
         parser.add_argument(
+            "--shared-timestamps",
+            type=float,
+            default=0.0,
+            metavar="P",
+            help="chance that a user change has a twin from the other cluster at the same commit timestamp "
+            "(default 0)",
+        )
+        parser.add_argument(
             "--wide-merge-tokens",
             action="store_true",
             help="name the merged child's whole range in each closing parent's token, as the real server "
@@ -51,6 +59,7 @@ class Command(ChangeStreamSimulatorCommand):
             max_mods=options["max_mods"],
             raw_row_deletes=options["raw_row_deletes"],
             wide_merge_tokens=options["wide_merge_tokens"],
+            shared_timestamp_chance=options["shared_timestamps"],
             **change_stream_options(options, parse_fault),
         ).resolved()
 

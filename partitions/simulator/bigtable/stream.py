@@ -111,9 +111,16 @@ class _PartitionPlan:
     def _data(self, entry) -> Item:
         """Return the messages of one change, its token and low watermark appended."""
         self.last = entry.ts_us
-        self.progress.advance(entry.ts_us)
+        if entry.twin_follows:
+            # The token stays before the shared timestamp (a resume sends this change again,
+            # and its twin); the estimate claims the timestamp, as a server's estimate may.
+            self.progress.advance(entry.ts_us - 1)
+            watermark = entry.ts_us
+        else:
+            self.progress.advance(entry.ts_us)
+            watermark = self.progress.low() - 1 - lag_us(entry.ts_us)
         head, last = self.model.wire(entry)
-        tail = encode.data_tail(self.progress.encode(), self.progress.low() - 1 - lag_us(entry.ts_us))
+        tail = encode.data_tail(self.progress.encode(), watermark)
         return Item(entry.ts_us, DATA, [*head, last + tail])
 
     def _split_or_merge(self) -> Item:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.cloud.bigtable_v2.types import ReadChangeStreamResponse
@@ -38,6 +38,7 @@ from .requests import children_of, partition_range, read_request
 BOUNDED_GRACE_S = 600.0
 OPEN_ENDED_TIMEOUT_S = 43200.0
 _OK = 0  # google.rpc.Code
+_ONE_US = timedelta(microseconds=1)
 _RESPONSE_PB = ReadChangeStreamResponse.pb
 
 
@@ -125,7 +126,7 @@ class BigtableRead:
                 self._cancel()
 
     def _tokens_past_end(self) -> bool:
-        """Return whether the tokens are already past a change committed at or after the end.
+        """Return whether the tokens are already past a change committed after the end.
 
         The server refuses a read whose end_time is not after its tokens' position: a read
         resumed from a checkpoint taken after the end's last change (a worker killed before
@@ -133,7 +134,7 @@ class BigtableRead:
         """
         if not self._tokens or self._end is None or self._delivered is None:
             return False
-        return self._delivered >= self._end
+        return self._delivered > self._end
 
     def _stream(self) -> Iterator[object]:
         """Yield an item (or None) per message of one ReadChangeStream call, until it ends."""
@@ -204,7 +205,12 @@ class BigtableRead:
             return None
         self._tokens = [Token(self.row_range, change.token)]
         self._delivered = change.commit_timestamp
-        self._advance(change.estimated_low_watermark)
+        # Other changes may share its commit timestamp (another cluster's, another
+        # tiebreaker), so the watermark stays below it whatever the estimate says: a read
+        # resumed from a stored watermark must not skip them.
+        estimate = change.estimated_low_watermark
+        if estimate is not None:
+            self._advance(min(estimate, change.commit_timestamp - _ONE_US))
         return change
 
     def _heartbeat(self, raw):

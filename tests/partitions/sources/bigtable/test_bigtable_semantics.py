@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
 
+import pytest
 from bigtable_follow import Follower
 from bigtable_support import OPTIONS, identity, past_window, source_for
 
@@ -43,8 +44,11 @@ def _ends_in_a_merge(topology, start, end):
     raise AssertionError("the window should hold a merge")
 
 
-def test_a_read_resumed_from_tokens_past_its_end_ends_at_once(bigtable_simulator, bigtable_source):
-    # given a partition read up to a change, with the read's end at that change's commit timestamp
+@pytest.mark.parametrize("before_us", [0, 1])
+def test_a_read_resumed_from_tokens_at_or_past_its_end_ends_without_error(
+    bigtable_simulator, bigtable_source, before_us
+):
+    # given a partition read up to a change and checkpointed there
     start, _ = past_window(4, ago=40)
     partition = _long_lived(bigtable_simulator, start, start + timedelta(seconds=3))
     first = bigtable_source.read(partition, start + timedelta(seconds=3), OPTIONS)
@@ -54,16 +58,17 @@ def test_a_read_resumed_from_tokens_past_its_end_ends_at_once(bigtable_simulator
             changes.append(item)
             if len(changes) == 5:
                 break
-    end = changes[-1].commit_timestamp
     stored = replace(partition, watermark=first.watermark, cursor=first.cursor)
     first.close()
-    # when a worker resumes that checkpoint with the end at the last change landed
+    # when a worker resumes that checkpoint with its end at that change (a worker killed
+    # before the checkpoint that finished it), or before it (a window behind its tokens)
+    end = changes[-1].commit_timestamp - timedelta(microseconds=before_us)
     again = bigtable_source.read(stored, end, OPTIONS)
     items = list(again)
-    # then it asks the server nothing the server would refuse, and the window is done
+    # then nothing is left to read and the window is done; past the end, the server is not asked
     assert items == []
     assert again.watermark == end
-    assert again.attempts == 0
+    assert again.attempts == (0 if before_us else 1)
 
 
 def test_a_merged_child_waits_for_every_parent_though_a_token_names_its_whole_range(bigtable_simulator):
@@ -103,3 +108,52 @@ def test_the_quirk_is_reproduced_a_closing_token_names_the_whole_merged_range(bi
         assert not child_ready(PartitionState(child.token, start, start, child.cursor), False)
     finally:
         quirky.stop(grace=0)
+
+
+@pytest.fixture(scope="module")
+def twins_simulator(bigtable_simulator):
+    """Yield a simulator where one user change in four has a twin at its commit timestamp."""
+    server = start_server(replace(bigtable_simulator.config, shared_timestamp_chance=0.25))
+    try:
+        yield server
+    finally:
+        server.stop(grace=0)
+
+
+def test_changes_sharing_a_commit_timestamp_all_arrive_through_resumes(twins_simulator):
+    # given a window where changes share commit timestamps (two clusters, two tiebreakers)
+    start, end = past_window(6, ago=45)
+    expected = set(ground_truth(twins_simulator.config, "events", start, end))
+    stamps = Counter(c.commit_timestamp for c in expected)
+    assert any(n > 1 for n in stamps.values())
+    # when every partition is followed, each read cut after 7 items and resumed from its tokens
+    follower = Follower(source_for(twins_simulator), start, end, OPTIONS, window_items=7)
+    follower.run()
+    # then every change arrived (a resume may send the first of two again: the landing dedupes)
+    assert {identity(c) for c in follower.changes()} == expected
+
+
+def test_the_watermark_stays_below_a_timestamp_whose_changes_are_still_coming(twins_simulator):
+    # given a partition whose changes sometimes share a commit timestamp, and an estimate that claims it
+    start, _ = past_window(4, ago=40)
+    partition = _long_lived(twins_simulator, start, start + timedelta(seconds=3))
+    read = source_for(twins_simulator).read(partition, start + timedelta(seconds=3), OPTIONS)
+    # when it is read up to the first change whose twin is still to come
+    previous, stored = None, None
+    for item in read:
+        if not isinstance(item, Change):
+            continue
+        # then the watermark never reached the commit timestamp of the change just read
+        assert read.watermark < item.commit_timestamp
+        if previous is not None and previous.commit_timestamp == item.commit_timestamp:
+            break
+        previous, stored = item, read.watermark
+    else:
+        pytest.fail("the partition should hold two changes at one commit timestamp")
+    read.close()
+    # and a read started again from the watermark (a recover from it) delivers the twin again
+    twin = item
+    again = source_for(twins_simulator).read(
+        replace(partition, watermark=stored), twin.commit_timestamp, OPTIONS
+    )
+    assert identity(twin) in {identity(c) for c in again if isinstance(c, Change)}
