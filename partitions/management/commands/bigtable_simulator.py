@@ -44,6 +44,13 @@ class Command(ChangeStreamSimulatorCommand):
             "(default 0)",
         )
         parser.add_argument(
+            "--merge-stagger",
+            type=float,
+            default=0.0,
+            metavar="SECONDS",
+            help="the right parent of a merge closes this long after the left (default 0: both at once)",
+        )
+        parser.add_argument(
             "--wide-merge-tokens",
             action="store_true",
             help="name the merged child's whole range in each closing parent's token, as the real server "
@@ -60,6 +67,7 @@ class Command(ChangeStreamSimulatorCommand):
             raw_row_deletes=options["raw_row_deletes"],
             wide_merge_tokens=options["wide_merge_tokens"],
             shared_timestamp_chance=options["shared_timestamps"],
+            merge_stagger=options["merge_stagger"],
             **change_stream_options(options, parse_fault),
         ).resolved()
 

@@ -41,6 +41,9 @@ class BigtableSimulatorConfig(ChangeStreamConfig):
     # at the same commit timestamp (another tiebreaker). The low watermark sent with the
     # first then claims that timestamp, as an estimate may; the token does not pass it.
     shared_timestamp_chance: float = 0.0
+    # Seconds after a merge that its right parent closes (0: both at once). Real parents
+    # close at different times; until then that parent's rows are still read through it.
+    merge_stagger: float = 0.0
 
     def __post_init__(self):
         super().__post_init__()
@@ -50,6 +53,8 @@ class BigtableSimulatorConfig(ChangeStreamConfig):
             raise ValueError(
                 f"shared_timestamp_chance must be from 0 to 1, got {self.shared_timestamp_chance}"
             )
+        if not 0 <= self.merge_stagger < min(self.split_every, self.merge_every) / 2:
+            raise ValueError("merge_stagger must be from 0 to under half the time between splits or merges")
         if self.chunk_bytes < 16 or self.message_bytes < self.chunk_bytes:
             raise ValueError("chunk_bytes must be at least 16 and message_bytes at least chunk_bytes")
         # Bigtable keeps 1 to 7 days; shorter is allowed so tests can reach the edge quickly.

@@ -81,22 +81,38 @@ class _PartitionPlan:
         while True:
             second_end = (second + 1) * 1_000_000
             self.model.topology.ensure(second_end)  # learn whether the partition ends in this second
-            bounds = (second_end, self.partition.end_us, self.end_limit)
+            close_us = self.model.close_us(self.partition)
+            bounds = (second_end, close_us, self.end_limit)
             limit = min(b for b in bounds if b is not None)
-            for entry in self.model.workload.second(second).by_token.get(self.partition.token, ()):
+            for entry in self._entries(second):
                 if entry.ts_us >= limit:
                     break
                 if entry.ts_us > self.progress.position_of(entry.key):  # not delivered before a resume
                     yield from self._heartbeats_until(entry.ts_us)
                     yield self._data(entry)
             yield from self._heartbeats_until(limit)
-            if limit == self.partition.end_us:
+            if limit == close_us:
                 yield self._split_or_merge()
                 return
             if limit == self.end_limit:
                 yield Item(limit, CLOSE, [encode.close_stream(OK, "", [], [])])
                 return
             second += 1
+
+    def _entries(self, second: int) -> list:
+        """Return the second's changes this read serves, in commit order.
+
+        A merge parent that closes late (``merge_stagger``) goes on serving its own rows
+        until it closes, though they belong to the merged child from the merge on.
+        """
+        by_token = self.model.workload.second(second).by_token
+        own = by_token.get(self.partition.token, ())
+        if self.model.close_us(self.partition) == self.partition.end_us:
+            return own
+        (child,) = self.partition.children
+        lo, hi = self.partition.lo, self.partition.hi
+        late = [e for e in by_token.get(child.token, ()) if lo <= e.key < hi]
+        return sorted([*own, *late], key=lambda e: e.ts_us) if late else own
 
     def _heartbeats_until(self, t_us: int) -> Iterator[Item]:
         """Yield a heartbeat each interval that passes before t_us without a change."""
@@ -125,7 +141,7 @@ class _PartitionPlan:
 
     def _split_or_merge(self) -> Item:
         """Return the CloseStream at the partition's end: a token and new partition per child."""
-        end = self.partition.end_us
+        end = self.model.close_us(self.partition)
         self.progress.advance(end - 1)
         lo, hi = self.partition.lo, self.partition.hi
         tokens, partitions = [], []

@@ -157,3 +157,19 @@ def test_the_watermark_stays_below_a_timestamp_whose_changes_are_still_coming(tw
         replace(partition, watermark=stored), twin.commit_timestamp, OPTIONS
     )
     assert identity(twin) in {identity(c) for c in again if isinstance(c, Change)}
+
+
+def test_merge_parents_that_close_at_different_times_lose_and_repeat_nothing(bigtable_simulator):
+    # given a server whose merge parents close 0.4 s apart, the right one still serving its rows
+    staggered = start_server(replace(bigtable_simulator.config, merge_stagger=0.4))
+    try:
+        start, end = past_window(12, ago=55)
+        # when every partition is followed, reads cut and resumed now and then
+        follower = Follower(source_for(staggered), start, end, OPTIONS, window_items=25)
+        follower.run()
+        # then every change arrived, and no merged child was read before both parents closed
+        expected = set(ground_truth(staggered.config, "events", start, end))
+        assert {identity(c) for c in follower.changes()} == expected
+        assert staggered.early_child_reads("events") == []
+    finally:
+        staggered.stop(grace=0)
