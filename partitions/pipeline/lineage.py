@@ -20,12 +20,15 @@ Two rules decide when a child is stored:
 
 from __future__ import annotations
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from partitions import states
 from partitions.models import Partition, PartitionEdge
 from partitions.sources.base import Ended, NewPartition
 from partitions.sources.kinds import ReadKind
+from streams.models import Stream
+
+from .readers import state_of
 
 P = Partition.State
 
@@ -69,3 +72,31 @@ def _join(stream_id: int, token: str, child: NewPartition, kind: ReadKind) -> Pa
         row.cursor, row.start_at, row.watermark = cursor, start, min(row.watermark, start)
         row.save(update_fields=["cursor", "start_at", "watermark"])
     return row
+
+
+def complete_at_end(stream: Stream, waiting: list[Partition], kind: ReadKind) -> None:
+    """Complete the cursors of children that wait on parents which read on to the stream's end.
+
+    A bounded stream's end can fall between the closes of a merge's parents (Bigtable):
+    the one still open finished at the end without children, so it never hands over.
+    The kind says whether such partitions' last tokens complete a waiting child; if so
+    they become its parents. Call it with the children's rows locked.
+    """
+    has_child = PartitionEdge.objects.filter(parent=OuterRef("pk"))
+    ended = [
+        state_of(p)
+        for p in Partition.objects.filter(stream=stream, state=P.FINISHED, end_at=stream.end_at)
+        .exclude(Exists(has_child))
+        .order_by()
+    ]
+    if not ended:
+        return
+    pks = {p.token: p.pk for p in Partition.objects.filter(stream=stream, token__in=[e.token for e in ended])}
+    for child in waiting:
+        completed = kind.complete_at_end(state_of(child), ended)
+        if completed is None:
+            continue
+        child.cursor, used = completed
+        child.save(update_fields=["cursor"])
+        edges = [PartitionEdge(stream_id=stream.pk, parent_id=pks[t], child_id=child.pk) for t in used]
+        PartitionEdge.objects.bulk_create(edges, ignore_conflicts=True)

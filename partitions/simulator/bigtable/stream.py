@@ -41,10 +41,11 @@ def plan_read(
     model: TableModel, lo: int, hi: int, progress: Progress, end_us: int | None, heartbeat_us: int
 ) -> Iterator[Item]:
     """Yield the items of a read of [lo, hi) from ``progress`` to ``end_us`` (None: open-ended)."""
-    instant = progress.low() + 1
-    partition = model.exact(lo, hi, instant)
+    # Tokens from a merge's parents may stand at different positions (a parent that ran on
+    # to the stream's end without closing): the merged child is the partition after the newest.
+    partition = model.exact(lo, hi, progress.high() + 1)
     if partition is None:
-        yield _redirect(model, lo, hi, progress, instant)
+        yield _redirect(model, lo, hi, progress, progress.low() + 1)
         return
     yield from _PartitionPlan(model, partition, progress, end_us, heartbeat_us).items()
 

@@ -152,3 +152,32 @@ def place_child(child: NewPartition, known: Mapping[str, Mapping[str, Any]]) -> 
     if tokens and not is_covered(known[newest]):
         return newest, True
     return generation_token(base, generations[-1] + 1), False
+
+
+def complete_at_end(
+    child: Mapping[str, Any], ended: Iterable[tuple[str, Mapping[str, Any]]]
+) -> tuple[dict[str, Any], list[str]] | None:
+    """Return a waiting child's cursor completed by partitions that reached the stream's end, or None.
+
+    A bounded stream's end can fall between the closes of a merge's parents: one parent
+    closed and handed over its tokens, the other read on to the end without closing.
+    The latter's last tokens (``ended``: token and cursor of each partition that finished
+    at the end without children) stand for its rows up to the end, so the child may read
+    the closed parent's rows up to the end from them. Only partitions within the child's
+    range, overlapping no token it holds, are taken, and only if they complete it.
+    Return the cursor and the tokens of the partitions used.
+    """
+    row_range, held = parse_cursor(child)
+    if not held or is_covered(child):
+        return None
+    pieces, added, used = [t.row_range for t in held], [], []
+    for token, cursor in ended:
+        own, tokens = parse_cursor(cursor)
+        if not tokens or not own.within(row_range) or any(own.overlaps(p) for p in pieces):
+            continue
+        pieces.append(own)
+        added += tokens
+        used.append(token)
+    if not covers(row_range, pieces):
+        return None
+    return tokens_cursor(row_range, [*held, *added], low_watermark(child)), used

@@ -64,6 +64,10 @@ class BigtableKind(ReadKind):
     read_method = READ_METHOD
     lineage = True
     windows = True  # a read covers [watermark, watermark + window], continued from its tokens
+    endpoint = (
+        "real Bigtable with the environment's credentials; BIGTABLE_EMULATOR_HOST=host:port (the client's "
+        "own variable) points it at an emulator or `manage.py bigtable_simulator` instead"
+    )
     settings = (
         Setting(
             "project", "Project", help="Google Cloud project id of the Bigtable instance", cli="--project"
@@ -125,6 +129,12 @@ class BigtableKind(ReadKind):
     def child_ready(self, child: PartitionState, parents_finished: bool) -> bool:
         """Return whether the child's tokens cover its row range exactly (parents are not named)."""
         return cursors.child_ready(child, parents_finished)
+
+    def complete_at_end(
+        self, child: PartitionState, ended: list[PartitionState]
+    ) -> tuple[dict[str, Any], list[str]] | None:
+        """Return a merged child's cursor completed by parents that read on to the stream's end."""
+        return cursors.complete_at_end(child.cursor, [(p.token, p.cursor) for p in ended])
 
     def place_child(self, child: NewPartition, known: dict[str, dict[str, Any]]) -> tuple[str, bool]:
         """Return the generation of the child's range to store it under, and whether it exists."""

@@ -10,7 +10,7 @@ from django.db import transaction
 from partitions.models import Partition, PartitionEdge
 from partitions.pipeline import lineage, scheduling
 from partitions.sources.base import Ended
-from partitions.sources.bigtable.cursor import Token, root_cursor
+from partitions.sources.bigtable.cursor import Token, root_cursor, tokens_cursor
 from partitions.sources.bigtable.kind import KIND
 from partitions.sources.bigtable.ranges import RowRange, label, range_token
 from partitions.sources.bigtable.requests import children_of
@@ -76,3 +76,38 @@ def test_a_merged_child_waits_for_every_parent_and_a_repeated_handover_changes_n
     assert child.state == P.SCHEDULED
     assert queue.reads == [(child.pk, 0)]
     assert PartitionEdge.objects.filter(child=child).count() == 2
+
+
+def test_a_parent_that_reads_on_to_the_streams_end_completes_the_merged_child(stream):
+    # given a bounded stream whose end falls between a merge's parents' closes: the left
+    # parent closed into the merge, the right one read on to the end and finished there
+    end = CLOSE + timedelta(seconds=1)
+    Stream.objects.filter(pk=stream.pk).update(end_at=end)
+    left, right = parent(stream, LEFT), parent(stream, RIGHT)
+    close_into_merge(left, LEFT, "left@30")
+    last = tokens_cursor(RIGHT, [Token(RIGHT, "right@31")])
+    Partition.objects.filter(pk=right.pk).update(state=P.FINISHED, end_at=end, cursor=last)
+    # when the children are scheduled
+    queue = RecordingQueue()
+    scheduled = scheduling.schedule_ready(stream.pk, queue)
+    # then the merged child reads from the left's handed-over token and the right's last one
+    child = merged(stream)
+    assert scheduled == 1
+    assert child.state == P.SCHEDULED
+    assert [t["token"] for t in child.cursor["tokens"]] == ["left@30", "right@31"]
+    assert set(PartitionEdge.objects.filter(child=child).values_list("parent_id", flat=True)) == {
+        left.pk,
+        right.pk,
+    }
+
+
+def test_a_merged_child_of_an_open_ended_stream_waits_for_the_close(stream):
+    # given an open-ended stream, the left parent closed into the merge and the right one finished
+    # for another reason (a row put there by hand)
+    left, right = parent(stream, LEFT), parent(stream, RIGHT)
+    close_into_merge(left, LEFT, "left@30")
+    last = tokens_cursor(RIGHT, [Token(RIGHT, "right@31")])
+    Partition.objects.filter(pk=right.pk).update(state=P.FINISHED, end_at=CLOSE, cursor=last)
+    # when the children are scheduled, then the child still waits for the right parent's close
+    assert scheduling.schedule_ready(stream.pk, RecordingQueue()) == 0
+    assert merged(stream).state == P.CREATED
