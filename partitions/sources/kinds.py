@@ -83,6 +83,10 @@ class SourceKind(ABC):
         """
         return None
 
+    def cursor_rows(self, cursor: dict[str, Any]) -> list[tuple[str, str]]:
+        """Return a partition's resume state as (what, value) rows for its page (none: nothing to show)."""
+        return []
+
     def cost_model(self, values: dict[str, Any]) -> tuple[Assumption, ...]:
         """Return the cost report's price model (the Spark job's PriceModel fields), each with its source."""
         return ()

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from partitions.sources.base import NewPartition, PartitionState
 
-from .ranges import RowRange, covers
+from .ranges import RowRange, covers, label
 
 RANGE, TOKENS, LOW_WATERMARK, DELIVERED = "range", "tokens", "low_watermark", "delivered"
 _GENERATION_MARK = "~g"
@@ -181,3 +181,19 @@ def complete_at_end(
     if not covers(row_range, pieces):
         return None
     return tokens_cursor(row_range, [*held, *added], low_watermark(child)), used
+
+
+def cursor_rows(cursor: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Return the continuation tokens (row range and token) and watermarks a cursor holds, for pages."""
+    try:
+        row_range, tokens = parse_cursor(cursor)
+    except ValueError as error:
+        return [("cursor", str(error))]
+    rows = [(f"continuation token for {label(t.row_range)}", t.token) for t in tokens]
+    if not tokens:
+        rows.append(("continuation token", f"none yet: {label(row_range)} is read from its start time"))
+    if low_watermark(cursor) is not None:
+        rows.append(("low watermark handed over by its parents", cursor[LOW_WATERMARK]))
+    if delivered(cursor) is not None:
+        rows.append(("newest change the tokens are past", cursor[DELIVERED]))
+    return rows

@@ -140,6 +140,10 @@ class BigtableKind(ReadKind):
         """Return the generation of the child's range to store it under, and whether it exists."""
         return cursors.place_child(child, known)
 
+    def cursor_rows(self, cursor: dict[str, Any]) -> list[tuple[str, str]]:
+        """Return the partition's continuation tokens (by row range) and low watermark, for its page."""
+        return cursors.cursor_rows(cursor)
+
     def notes(self, values: dict[str, Any]) -> list[str]:
         """Return what a reader of Bigtable change streams must know."""
         return [
