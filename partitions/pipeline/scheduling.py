@@ -75,7 +75,8 @@ def schedule_ready(stream_id: int, queue: Queue, candidates=None) -> int:
         kind = readers.read_kind(stream)
         if stream.end_at is not None:
             waiting = [p for p in locked if not kind.child_ready(readers.state_of(p), parents_finished=True)]
-            lineage.complete_at_end(stream, waiting, kind)
+            if waiting:
+                lineage.complete_at_end(stream, waiting, kind)
         won = [p.pk for p in locked if kind.child_ready(readers.state_of(p), parents_finished=True)]
         states.move(Partition.objects.filter(pk__in=won), P.SCHEDULED, scheduled_at=now)
         reserve_and_enqueue(won, queue, urgent=True)
