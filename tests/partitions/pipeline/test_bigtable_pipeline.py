@@ -206,3 +206,33 @@ def test_a_bounded_end_between_a_merges_parents_closes_lands_everything_to_the_e
     for parent, child in PartitionEdge.objects.filter(stream=stream).values_list("parent_id", "child_id"):
         parents_of[child].add(parent)
     assert any(len(ps) == 2 and any(ends[p] == end for p in ps) for ps in parents_of.values())
+
+
+@pytest.mark.parametrize(
+    ("name", "table", "app_profile", "says"),
+    [
+        (
+            "bt-plain",
+            "plain",
+            "default",
+            "change streams are not enabled on table projects/test-project/instances/test-instance/"
+            "tables/plain",
+        ),
+        ("bt-multi", TABLE, "multi", "the app profile must use single-cluster routing"),
+        ("bt-missing", "missing", "default", "tables/missing was not found"),
+    ],
+)
+def test_a_stream_that_cannot_be_read_fails_permanently_saying_why(
+    pipeline, bt_sim, workers, wait_for, name, table, app_profile, says
+):
+    # given a stream of a table without a change stream, or through a multi-cluster profile
+    start, end = span_in_past(8, 5)
+    stream = create_bigtable_stream(pipeline, name, start, end, app_profile=app_profile, table=table)
+
+    # when the workers start it, then it fails permanently, saying in plain words what to fix
+    def failed():
+        stream.refresh_from_db()
+        return stream.state == S.FAILED_PERMANENTLY
+
+    wait_for(f"{name} to fail permanently", failed, timeout=60)
+    assert says in stream.state_reason
