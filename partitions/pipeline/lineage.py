@@ -47,9 +47,10 @@ def _store(parent: Partition, child: NewPartition, kind: ReadKind) -> None:
         return  # a named parent is not stored yet: it announces the child when it finishes
     # Every stored partition that may be this child: the same token, or a generation of it.
     same = Partition.objects.filter(stream_id=stream_id).filter(Q(token__startswith=child.token))
-    if PartitionEdge.objects.filter(parent_id=parents[parent.token], child__in=same).exists():
-        return  # this parent handed its part over already (a retried checkpoint): nothing changes
     known = {token: cursor for token, cursor in same.values_list("token", "cursor")}
+    ours = [token for token in known if kind.is_generation(token, child.token)]
+    if PartitionEdge.objects.filter(parent_id=parents[parent.token], child__token__in=ours).exists():
+        return  # this parent handed its part over already (a retried checkpoint): nothing changes
     token, stored = kind.place_child(child, known)
     if not stored:
         created = Partition(

@@ -148,6 +148,10 @@ class ReadKind(SourceKind):
         """
         return None
 
+    def is_generation(self, token: str, base: str) -> bool:
+        """Return whether a stored token is the partition ``base`` names, or a later generation of it."""
+        return token == base
+
     @abstractmethod
     def place_child(self, child: NewPartition, known: dict[str, dict[str, Any]]) -> tuple[str, bool]:
         """Return (token to store the child under, whether it joins the stored partition of that token).

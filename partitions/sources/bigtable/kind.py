@@ -136,6 +136,10 @@ class BigtableKind(ReadKind):
         """Return a merged child's cursor completed by parents that read on to the stream's end."""
         return cursors.complete_at_end(child.cursor, [(p.token, p.cursor) for p in ended])
 
+    def is_generation(self, token: str, base: str) -> bool:
+        """Return whether the token is the range's (base) or a later generation of the same range."""
+        return cursors.split_generation(token)[0] == base
+
     def place_child(self, child: NewPartition, known: dict[str, dict[str, Any]]) -> tuple[str, bool]:
         """Return the generation of the child's range to store it under, and whether it exists."""
         return cursors.place_child(child, known)

@@ -9,13 +9,14 @@ from django.db import transaction
 
 from partitions.models import Partition, PartitionEdge
 from partitions.pipeline import lineage, scheduling
-from partitions.sources.base import Ended
+from partitions.sources import KINDS
+from partitions.sources.base import Ended, NewPartition
 from partitions.sources.bigtable.cursor import Token, root_cursor, tokens_cursor
 from partitions.sources.bigtable.kind import KIND
 from partitions.sources.bigtable.ranges import RowRange, label, range_token
 from partitions.sources.bigtable.requests import children_of
 from streams.models import Stream
-from tests.factories import T0, RecordingQueue, make_partition
+from tests.factories import T0, RecordingQueue, make_partition, make_stream
 
 pytestmark = pytest.mark.django_db
 P = Partition.State
@@ -111,3 +112,21 @@ def test_a_merged_child_of_an_open_ended_stream_waits_for_the_close(stream):
     # when the children are scheduled, then the child still waits for the right parent's close
     assert scheduling.schedule_ready(stream.pk, RecordingQueue()) == 0
     assert merged(stream).state == P.CREATED
+
+
+def test_a_child_whose_token_begins_another_childs_is_still_stored():
+    # given a Spanner parent that already handed over to a child whose token extends another's
+    spanner = make_stream("orders", Stream.State.RUNNING)
+    kind = KINDS[spanner.source_kind]
+    part = make_partition(spanner, token="tok-p")
+    child = NewPartition("tok-12", CLOSE, parents=("tok-p",))
+    with transaction.atomic():
+        lineage.store_children(part, Ended(CLOSE, (child,)), kind)
+    # when it announces a child whose token is a prefix of that one
+    with transaction.atomic():
+        lineage.store_children(part, Ended(CLOSE, (NewPartition("tok-1", CLOSE, parents=("tok-p",)),)), kind)
+    # then that child is stored too, with its edge
+    assert set(PartitionEdge.objects.filter(parent=part).values_list("child__token", flat=True)) == {
+        "tok-12",
+        "tok-1",
+    }
