@@ -37,7 +37,12 @@ BT_OPTIONS = {
     "large_value_chance": 0.05,
     "gc_chance": 0.05,
     "retention": 3600.0,
-    "merge_stagger": 0.4,  # a merge's right parent closes 0.4 s after the left, as real ones may
+    # What a real server does that a tidy simulator would not: a merge's right parent closes
+    # 0.4 s after the left, two clusters' changes share a commit timestamp, and a closing
+    # token names the merged child's whole range.
+    "merge_stagger": 0.4,
+    "shared_timestamp_chance": 0.1,
+    "wide_merge_tokens": True,
 }
 
 
