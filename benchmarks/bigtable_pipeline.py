@@ -8,7 +8,7 @@ Over the same window of it, in one run:
   process of its own, 8 threads, nothing landed or stored. It runs twice: the
   simulator generates each second on first use, so the first pass warms it;
 - one reader worker as the Procfile's `reader` (`celery -A cdcweb worker -Q urgent,celery
-  --pool threads -c 128`) beside a housekeeping worker, reading a stream created with
+  --pool threads -c 32`) beside a housekeeping worker, reading a stream created with
   `cdc_stream create --kind bigtable` to its end timestamp: landed (Parquet, fsynced)
   and checkpointed.
 
@@ -191,7 +191,7 @@ def one_worker(bench: Bench, name: str, start: datetime, end: datetime) -> dict:
         "--app-profile", "default", "--start", start.isoformat(), "--end", end.isoformat(),
         "--window-seconds", str(bench.args.window), "--heartbeat-ms", "1000",
     )  # fmt: skip
-    threads = os.environ.get("BENCH_READ_THREADS", "128")  # the Procfile's reader
+    threads = os.environ.get("BENCH_READ_THREADS", "32")  # the Procfile's reader
     workers = [
         bench.procs.spawn(f"{name}-w", CELERY, "-A", "cdcweb", "worker", "-Q", "urgent,celery", "--pool",
                           "threads", "-c", threads, "-l", "INFO", "-n", f"{name}@%h", "--without-gossip",
