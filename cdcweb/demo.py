@@ -1,12 +1,13 @@
 """`make demo`: the whole of cdcweb on one machine, with nothing to install but the venv.
 
 Run as ``python -m cdcweb.demo``. It migrates the database, creates an admin user
-(its generated password is printed once, when it is created), registers three demo
-streams on the simulator (the change streams of GoogleSQL demo-db and PostgreSQL
-demo-pg, and demo-db's ShardedEvents table watched by its commit-timestamp column over
-19 shards, each starting 30 minutes in the past so there is a backlog to catch up),
-starts them, and then runs
-the Procfile under honcho: simulator, Celery workers, beat and the web server. The
+(its generated password is printed once, when it is created), registers four demo
+streams on the simulators (the change streams of GoogleSQL demo-db and PostgreSQL
+demo-pg, demo-db's ShardedEvents table watched by its commit-timestamp column over
+19 shards, and the Bigtable simulator's events table, whose partitions split and merge
+every minute, with chunked values and garbage collection; each starts 30 minutes in
+the past so there is a backlog to catch up), starts them, and then runs the Procfile
+under honcho: simulators, Celery workers, beat and the web server. The
 database is the embedded PostgreSQL in CDC_VAR_DIR/postgres (cdcweb/embedded_db.py),
 started first; Ctrl-C stops every process, then the database.
 """
@@ -25,6 +26,7 @@ from cdcweb import embedded_db
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMULATOR_PORT = 9010
+BIGTABLE_PORT = 8086  # the Bigtable simulator's (and emulator's) usual port
 ADMIN_USER = "admin"
 DEMO_STREAMS = (
     ("demo-orders", "demo-db", "googlesql"),
@@ -38,6 +40,12 @@ DEMO_TABLE_STREAM = (
      "--table", "ShardedEvents", "--timestamp-column", "LastModified",
      "--key-columns", "TenantId,EventId", "--shard-column", "ShardId", "--shards", "0-18",
      "--index", "ShardedEventsByShardLastModified"],
+)  # fmt: skip
+# The Bigtable simulator's table with a change stream, read through a single-cluster app profile.
+DEMO_BIGTABLE_STREAM = (
+    "demo-bigtable",
+    ["--kind", "bigtable", "--project", "demo-project", "--instance", "demo-instance", "--table", "events",
+     "--app-profile", "default"],
 )  # fmt: skip
 # A heartbeat that fits a live dashboard: an idle partition proves progress every 2 s,
 # and reads checkpoint as often (CDC_CHECKPOINT_SECONDS), so the lag shown is seconds.
@@ -67,6 +75,7 @@ def prepare_environment() -> dict[str, str]:
     ensure_secret_key(Path(os.environ.get("CDC_VAR_DIR", str(ROOT / "var"))).resolve())
     os.environ.setdefault("SPANNER_EMULATOR_HOST", f"127.0.0.1:{SIMULATOR_PORT}")
     os.environ.setdefault("SPANNER_DISABLE_BUILTIN_METRICS", "true")
+    os.environ.setdefault("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{BIGTABLE_PORT}")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     # The Procfile's commands (python, celery) must be the venv's.
     bin_dir = str(Path(sys.executable).parent)
@@ -101,18 +110,26 @@ def ensure_streams() -> list[str]:
 
     from streams.models import Stream
 
+    spanner = [
+        "--project",
+        "demo",
+        "--instance",
+        "demo",
+        "--emulator-host",
+        os.environ["SPANNER_EMULATOR_HOST"],
+    ]
     wanted = [
-        (name, ["--database", database, "--change-stream", "Changes", "--dialect", dialect])
+        (name, [*spanner, "--database", database, "--change-stream", "Changes", "--dialect", dialect])
         for name, database, dialect in DEMO_STREAMS
     ]
-    wanted.append(DEMO_TABLE_STREAM)
+    wanted.append((DEMO_TABLE_STREAM[0], [*spanner, *DEMO_TABLE_STREAM[1]]))
+    wanted.append(DEMO_BIGTABLE_STREAM)  # its endpoint: BIGTABLE_EMULATOR_HOST, the client's own
     done = []
     for name, source in wanted:
         if not Stream.objects.filter(name=name).exists():
             call_command(
-                "cdc_stream", "create", name, "--project", "demo", "--instance", "demo", *source,
-                "--start=-30m", "--heartbeat-ms", DEMO_HEARTBEAT_MS,
-                "--emulator-host", os.environ["SPANNER_EMULATOR_HOST"],
+                "cdc_stream", "create", name, *source, "--start=-30m",
+                "--heartbeat-ms", DEMO_HEARTBEAT_MS,
             )  # fmt: skip
             done.append(f"created {name}")
         if Stream.objects.get(name=name).state == Stream.State.NOT_STARTED:
@@ -158,6 +175,7 @@ def banner(password: str | None) -> str:
         "  admin:     http://127.0.0.1:8000/admin/\n"
         f"  user:      {ADMIN_USER}\n  {secret}\n"
         f"  simulator: {os.environ['SPANNER_EMULATOR_HOST']} (databases demo-db, demo-pg)\n"
+        f"  bigtable:  {os.environ['BIGTABLE_EMULATOR_HOST']} (table events)\n"
         "  stop:      Ctrl-C\n"
     )
 
@@ -177,6 +195,7 @@ def main() -> None:
     call_command("migrate", "--no-input", verbosity=0)
     env["CDC_DEMO_EPOCH"] = simulator_epoch(var_dir)
     env["CDC_DEMO_PORT"] = str(SIMULATOR_PORT)
+    env["CDC_DEMO_BIGTABLE_PORT"] = env["BIGTABLE_EMULATOR_HOST"].rsplit(":", 1)[1]
     password = ensure_admin()
     for line in [*ensure_streams(), *ensure_alert_rules()]:
         print(f"  {line}")

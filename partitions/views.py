@@ -18,6 +18,7 @@ from streams.models import Stream, StreamError
 
 from .models import LagSample, Partition, PartitionEdge
 from .progress import horizon, partition_lag
+from .sources import KINDS
 
 P = Partition.State
 PAGE_SIZE = 25
@@ -181,6 +182,12 @@ def watermark_history(partition: Partition) -> list[dict]:
     return sorted(points, key=lambda p: p["at"])
 
 
+def cursor_rows(partition: Partition) -> list[tuple[str, str]]:
+    """Return the partition's resume state as its kind shows it (Bigtable: tokens by row range)."""
+    kind = KINDS.get(partition.stream.source_kind)
+    return kind.cursor_rows(partition.cursor or {}) if kind is not None else []
+
+
 @login_required
 def partition_detail(request, pk: int):
     """Show one partition: lineage links, ancestors, watermark history, counters, lease and stall."""
@@ -202,6 +209,7 @@ def partition_detail(request, pk: int):
             partition.lease_owner and partition.lease_expires_at and partition.lease_expires_at > now
         ),
         "errors": list(errors.filter(partition_token=partition.token)[:20]),
+        "cursor_rows": cursor_rows(partition),
         "can_operate": can_operate(request.user),
         **_ancestor_context(partition),
     }

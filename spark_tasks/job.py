@@ -90,8 +90,10 @@ def totals(records: DataFrame, transactions: DataFrame) -> dict:
     """Return the deduplicated totals and how many landed mods were duplicates.
 
     One pass over the written records (their ``deliveries`` count every landed copy,
-    so the input is not scanned again) and a count of the written transactions.
+    so the input is not scanned again) and a count of the written transactions. Users'
+    changes and the system's (Bigtable's garbage collection) are counted apart.
     """
+    system = F.col("is_system_transaction")
     columns, rows = collect_table(
         records.agg(
             F.count(F.lit(1)).alias("records"),
@@ -100,6 +102,9 @@ def totals(records: DataFrame, transactions: DataFrame) -> dict:
             F.min("commit_timestamp").alias("first_commit"),
             F.max("commit_timestamp").alias("last_commit"),
             F.coalesce(F.sum("deliveries"), F.lit(0)).alias("landed_mods"),
+            # System changes apart from users' (Bigtable: garbage collection; Spanner: TTL).
+            F.coalesce(F.sum(F.when(system, 1).otherwise(0)), F.lit(0)).alias("system_records"),
+            F.coalesce(F.sum(F.when(system, F.col("mods")).otherwise(0)), F.lit(0)).alias("system_mods"),
         )
     )
     result = dict(zip(columns, rows[0], strict=True))
@@ -107,6 +112,8 @@ def totals(records: DataFrame, transactions: DataFrame) -> dict:
     result = {**dict(list(result.items())[:3]), "transactions": transactions.count(), **result}
     result["landed_mods"] = landed
     result["duplicate_mods_removed"] = result["landed_mods"] - result["mods"]
+    result["user_records"] = result["records"] - result["system_records"]
+    result["user_mods"] = result["mods"] - result["system_mods"]
     return result
 
 

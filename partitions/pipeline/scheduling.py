@@ -15,7 +15,7 @@ from partitions.models import Partition, PartitionEdge
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
-from . import readers
+from . import lineage, readers
 from .leases import READING_STATES, expiry, free_q, live
 from .queue import Queue
 
@@ -71,7 +71,12 @@ def schedule_ready(stream_id: int, queue: Queue, candidates=None) -> int:
         locked = list(_lock_skipping(ready))
         if not locked:
             return 0
-        kind = readers.read_kind(locked[0].stream)
+        stream = locked[0].stream
+        kind = readers.read_kind(stream)
+        if stream.end_at is not None:
+            waiting = [p for p in locked if not kind.child_ready(readers.state_of(p), parents_finished=True)]
+            if waiting:
+                lineage.complete_at_end(stream, waiting, kind)
         won = [p.pk for p in locked if kind.child_ready(readers.state_of(p), parents_finished=True)]
         states.move(Partition.objects.filter(pk__in=won), P.SCHEDULED, scheduled_at=now)
         reserve_and_enqueue(won, queue, urgent=True)

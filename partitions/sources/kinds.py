@@ -56,6 +56,8 @@ class SourceKind(ABC):
     settings: tuple[Setting, ...]
     # Why streams of this kind cannot be created or started ("" when they can).
     unavailable: str = ""
+    # Where connect() reaches the source, in plain words (`cdc_stream create --help` shows it).
+    endpoint: str = ""
 
     @abstractmethod
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
@@ -80,6 +82,10 @@ class SourceKind(ABC):
         dashboard warns before that time and the retention alert fires on it.
         """
         return None
+
+    def cursor_rows(self, cursor: dict[str, Any]) -> list[tuple[str, str]]:
+        """Return a partition's resume state as (what, value) rows for its page (none: nothing to show)."""
+        return []
 
     def cost_model(self, values: dict[str, Any]) -> tuple[Assumption, ...]:
         """Return the cost report's price model (the Spark job's PriceModel fields), each with its source."""
@@ -130,6 +136,21 @@ class ReadKind(SourceKind):
     @abstractmethod
     def child_ready(self, child: PartitionState, parents_finished: bool) -> bool:
         """Return whether the child may be read now (Spanner: every named parent FINISHED)."""
+
+    def complete_at_end(
+        self, child: PartitionState, ended: list[PartitionState]
+    ) -> tuple[dict[str, Any], list[str]] | None:
+        """Return a child's cursor completed by partitions that reached a bounded stream's end
+        without ending (and their tokens), when it waits for nothing else; None: it still waits.
+
+        Bigtable: a merge whose parents close on either side of the stream's end. A kind
+        whose children wait for named parents only (Spanner) never needs it.
+        """
+        return None
+
+    def is_generation(self, token: str, base: str) -> bool:
+        """Return whether a stored token is the partition ``base`` names, or a later generation of it."""
+        return token == base
 
     @abstractmethod
     def place_child(self, child: NewPartition, known: dict[str, dict[str, Any]]) -> tuple[str, bool]:

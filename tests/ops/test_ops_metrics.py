@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from partitions.models import Partition, PartitionEdge
+from partitions.sources.bigtable.kind import KIND
 from streams.models import Stream
 from tests.factories import reference
-from tests.factories.lineage import make_stream
+from tests.factories.lineage import build_lineage, make_stream
 
 FAMILIES = {
     "cdc_stream_lag_seconds", "cdc_stream_low_watermark_timestamp_seconds", "cdc_stream_partitions",
@@ -129,3 +132,26 @@ def test_metrics_need_the_bearer_token_once_one_is_set(client, stream, settings)
     answer = client.get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token")
     assert answer.status_code == 200
     assert b"cdc_stream_lag_seconds" in answer.content
+
+
+def test_a_bigtable_stream_is_measured_like_any_other(client, db):
+    # given a running Bigtable stream with a lineage of splits and merges
+    connection = KIND.clean(
+        {"project": "my-project", "instance": "my-instance", "table": "t", "app_profile": "a"}
+    )
+    stream = Stream.objects.create(
+        name="bt", source_kind="bigtable", connection=connection, state=Stream.State.RUNNING,
+        start_at=timezone.now() - timedelta(days=1),
+    )  # fmt: skip
+    build_lineage(stream, 20, days=1)
+    # when /metrics is scraped, then its partitions, records and lag are there as for Spanner
+    families = scrape(client)
+    labels = {"stream": "bt", "state": "RUNNING"}
+    truth = reference(stream)
+    for state, count in truth["by_state"].items():
+        assert value(families["cdc_stream_partitions"], partition_state=state, **labels) == count
+    assert value(families["cdc_stream_lag_seconds"], **labels) == pytest.approx(truth["lag"], abs=2)
+    parents = Counter(PartitionEdge.objects.filter(stream=stream).values_list("child_id", flat=True))
+    merges = sum(n > 1 for n in parents.values())
+    assert merges
+    assert value(families["cdc_stream_merges"], "cdc_stream_merges_total", **labels) == merges

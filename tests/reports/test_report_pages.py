@@ -143,3 +143,19 @@ def test_the_list_costs_the_same_queries_for_many_reports(
     with django_assert_max_num_queries(8):
         page = as_viewer.get("/reports/").content.decode()
     assert page.count("no data in range") == 20
+
+
+def test_users_and_garbage_collection_changes_are_shown_apart(as_viewer, done_report):
+    # given a report whose totals count users' and system (garbage-collection) changes apart
+    totals = {"user_records": 3, "user_mods": 5, "system_records": 1, "system_mods": 2}
+    done_report.summary = {**done_report.summary, "totals": {**done_report.summary["totals"], **totals}}
+    done_report.save(update_fields=["summary"])
+    # when its page is shown, then both counts are there
+    page = as_viewer.get(f"/reports/{done_report.pk}/").content.decode()
+    assert '<dd id="total-user">3 (5 mods)</dd>' in page
+    assert '<dd id="total-system">1 (2 mods)</dd>' in page
+
+
+def test_a_report_made_before_the_split_shows_no_empty_counts(as_viewer, done_report):
+    page = as_viewer.get(f"/reports/{done_report.pk}/").content.decode()
+    assert 'id="total-user"' not in page

@@ -35,6 +35,27 @@ class Command(ChangeStreamSimulatorCommand):
             action="store_true",
             help="send row deletes as DeleteFromRow instead of a DeleteFromFamily per family",
         )
+        parser.add_argument(
+            "--shared-timestamps",
+            type=float,
+            default=0.0,
+            metavar="P",
+            help="chance that a user change has a twin from the other cluster at the same commit timestamp "
+            "(default 0)",
+        )
+        parser.add_argument(
+            "--merge-stagger",
+            type=float,
+            default=0.0,
+            metavar="SECONDS",
+            help="the right parent of a merge closes this long after the left (default 0: both at once)",
+        )
+        parser.add_argument(
+            "--wide-merge-tokens",
+            action="store_true",
+            help="name the merged child's whole range in each closing parent's token, as the real server "
+            "has been seen to (readers must intersect it with the parent's range)",
+        )
 
     def config(self, options) -> BigtableSimulatorConfig:
         """Return the resolved config the options describe."""
@@ -44,6 +65,9 @@ class Command(ChangeStreamSimulatorCommand):
             plain_tables=tuple(t for t in ("plain",) if t not in tables),
             max_mods=options["max_mods"],
             raw_row_deletes=options["raw_row_deletes"],
+            wide_merge_tokens=options["wide_merge_tokens"],
+            shared_timestamp_chance=options["shared_timestamps"],
+            merge_stagger=options["merge_stagger"],
             **change_stream_options(options, parse_fault),
         ).resolved()
 

@@ -34,11 +34,27 @@ class BigtableSimulatorConfig(ChangeStreamConfig):
     chunk_bytes: int = 16 * 1024
     message_bytes: int = 32 * 1024
     raw_row_deletes: bool = False  # send DeleteFromRow as is, not as one DeleteFromFamily per family
+    # Name the merged child's whole range in each closing parent's token, as the real
+    # server has been seen to (Beam intersects it with the parent's range; so must we).
+    wide_merge_tokens: bool = False
+    # The chance that a user change has a twin: the same row written by the other cluster
+    # at the same commit timestamp (another tiebreaker). The low watermark sent with the
+    # first then claims that timestamp, as an estimate may; the token does not pass it.
+    shared_timestamp_chance: float = 0.0
+    # Seconds after a merge that its right parent closes (0: both at once). Real parents
+    # close at different times; until then that parent's rows are still read through it.
+    merge_stagger: float = 0.0
 
     def __post_init__(self):
         super().__post_init__()
         if not 1 <= self.max_mods <= 32:
             raise ValueError(f"max_mods must be between 1 and 32, got {self.max_mods}")
+        if not 0 <= self.shared_timestamp_chance <= 1:
+            raise ValueError(
+                f"shared_timestamp_chance must be from 0 to 1, got {self.shared_timestamp_chance}"
+            )
+        if not 0 <= self.merge_stagger < min(self.split_every, self.merge_every) / 2:
+            raise ValueError("merge_stagger must be from 0 to under half the time between splits or merges")
         if self.chunk_bytes < 16 or self.message_bytes < self.chunk_bytes:
             raise ValueError("chunk_bytes must be at least 16 and message_bytes at least chunk_bytes")
         # Bigtable keeps 1 to 7 days; shorter is allowed so tests can reach the edge quickly.

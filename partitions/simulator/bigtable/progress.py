@@ -68,6 +68,10 @@ class Progress:
         """Return the lowest position: every change at or before it has been delivered."""
         return min(position for _, _, position in self.pieces)
 
+    def high(self) -> int:
+        """Return the highest position: the partition a read serves is the one live just after it."""
+        return max(position for _, _, position in self.pieces)
+
     def position_of(self, key: int) -> int:
         """Return the position of the piece holding the key."""
         if len(self.pieces) == 1:

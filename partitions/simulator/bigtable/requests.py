@@ -76,8 +76,8 @@ def plan_request(model: TableModel, request, now_us: int) -> ReadPlan:
         model, progress.low() + 1, now_us, "start_time" if kind == "start_time" else "the tokens"
     )
     end_us = _us(request.end_time) if request.HasField("end_time") else None
-    if end_us is not None and end_us <= progress.low():
-        raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, "end_time must be after the start")
+    if end_us is not None and end_us < progress.low():
+        raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, "end_time must not be before the start")
     heartbeat = request.heartbeat_duration
     heartbeat_us = (
         heartbeat.seconds * 1_000_000 + heartbeat.nanos // 1000

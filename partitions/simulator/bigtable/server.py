@@ -156,7 +156,7 @@ class BigtableSimulator(GrpcSimulator):
         else:
             entry.start = to_datetime(plan.progress.low() + 1)
         entry.position = to_datetime(plan.progress.low() + 1)
-        served = model.exact(plan.lo, plan.hi, plan.progress.low() + 1)
+        served = model.exact(plan.lo, plan.hi, plan.progress.high() + 1)
         entry.partition = served.token if served is not None else None
         return plan
 

@@ -35,7 +35,7 @@ _HOUR_US = 3600 * 1_000_000
 class Entry:
     """One change in one partition, with its wire encoding once built."""
 
-    __slots__ = ("ts_us", "key", "token", "change", "wire")
+    __slots__ = ("ts_us", "key", "token", "change", "wire", "twin_follows")
 
     def __init__(self, ts_us: int, key: int, token: str, change: Change):
         self.ts_us = ts_us
@@ -43,6 +43,7 @@ class Entry:
         self.token = token  # the topology partition that holds the row at ts_us
         self.change = change
         self.wire = None  # (messages before the last, the last message), filled by encode
+        self.twin_follows = False  # the next change of the partition shares this commit timestamp
 
 
 def _value(rng: random.Random, config: BigtableSimulatorConfig) -> bytes:
@@ -118,9 +119,25 @@ def generate_second(
     for offset in sorted(rng.sample(range(1_000_000), workload.count_in_second(rng, config.tps))):
         commit_us = second * 1_000_000 + offset
         key, change = make_change(rng, commit_us, config)
-        if commit_us >= topology.epoch_us:  # before the change stream was enabled nothing was captured
-            entries.append(Entry(commit_us, key, topology.find(key, commit_us).token, change))
+        if commit_us < topology.epoch_us:  # before the change stream was enabled nothing was captured
+            continue
+        token = topology.find(key, commit_us).token
+        entries.append(Entry(commit_us, key, token, change))
+        if (
+            config.shared_timestamp_chance
+            and change.type == USER
+            and rng.random() < config.shared_timestamp_chance
+        ):
+            entries[-1].twin_follows = True
+            entries.append(Entry(commit_us, key, token, _twin(rng, change)))
     return entries
+
+
+def _twin(rng: random.Random, change: Change) -> Change:
+    """Return the same row's change by the other cluster at the same commit timestamp."""
+    other = CLUSTERS[1 - CLUSTERS.index(change.source_cluster_id)]
+    tiebreaker = rng.getrandbits(32) - 2**31
+    return Change(change.row_key, change.commit_timestamp, tiebreaker, USER, other, change.mods)
 
 
 class Workload(workload.Workload):

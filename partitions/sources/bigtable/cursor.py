@@ -4,7 +4,8 @@ A cursor is JSON (the pipeline stores it with each checkpoint)::
 
     {"range": [start hex, end hex],                       # the partition's rows; "" unbounded
      "tokens": [{"range": [start hex, end hex], "token": "..."}, ...],   # sorted by start
-     "low_watermark": "2026-01-01T00:00:00+00:00"}        # only while a child waits to start
+     "low_watermark": "2026-01-01T00:00:00+00:00",        # only while a child waits to start
+     "delivered": "2026-01-01T00:00:00+00:00"}            # the newest change the tokens are past
 
 A root partition has no tokens: it is read from a start time. A child starts from the
 tokens its parents handed over when they closed; it may be read once those tokens cover
@@ -20,9 +21,9 @@ from typing import Any, NamedTuple
 
 from partitions.sources.base import NewPartition, PartitionState
 
-from .ranges import RowRange, covers
+from .ranges import RowRange, covers, label
 
-RANGE, TOKENS, LOW_WATERMARK = "range", "tokens", "low_watermark"
+RANGE, TOKENS, LOW_WATERMARK, DELIVERED = "range", "tokens", "low_watermark", "delivered"
 _GENERATION_MARK = "~g"
 
 
@@ -50,6 +51,19 @@ def tokens_cursor(
     if low_watermark is not None:
         cursor[LOW_WATERMARK] = low_watermark.isoformat()
     return cursor
+
+
+def with_delivered(cursor: dict[str, Any], delivered: datetime | None) -> dict[str, Any]:
+    """Return the cursor noting the commit timestamp of the newest change its tokens are past."""
+    if delivered is not None:
+        cursor[DELIVERED] = delivered.isoformat()
+    return cursor
+
+
+def delivered(cursor: Mapping[str, Any]) -> datetime | None:
+    """Return the commit timestamp of the newest change the cursor's tokens are past, if noted."""
+    value = cursor.get(DELIVERED)
+    return datetime.fromisoformat(value) if value else None
 
 
 def parse_cursor(cursor: Mapping[str, Any]) -> tuple[RowRange, list[Token]]:
@@ -138,3 +152,48 @@ def place_child(child: NewPartition, known: Mapping[str, Mapping[str, Any]]) -> 
     if tokens and not is_covered(known[newest]):
         return newest, True
     return generation_token(base, generations[-1] + 1), False
+
+
+def complete_at_end(
+    child: Mapping[str, Any], ended: Iterable[tuple[str, Mapping[str, Any]]]
+) -> tuple[dict[str, Any], list[str]] | None:
+    """Return a waiting child's cursor completed by partitions that reached the stream's end, or None.
+
+    A bounded stream's end can fall between the closes of a merge's parents: one parent
+    closed and handed over its tokens, the other read on to the end without closing.
+    The latter's last tokens (``ended``: token and cursor of each partition that finished
+    at the end without children) stand for its rows up to the end, so the child may read
+    the closed parent's rows up to the end from them. Only partitions within the child's
+    range, overlapping no token it holds, are taken, and only if they complete it.
+    Return the cursor and the tokens of the partitions used.
+    """
+    row_range, held = parse_cursor(child)
+    if not held or is_covered(child):
+        return None
+    pieces, added, used = [t.row_range for t in held], [], []
+    for token, cursor in ended:
+        own, tokens = parse_cursor(cursor)
+        if not tokens or not own.within(row_range) or any(own.overlaps(p) for p in pieces):
+            continue
+        pieces.append(own)
+        added += tokens
+        used.append(token)
+    if not covers(row_range, pieces):
+        return None
+    return tokens_cursor(row_range, [*held, *added], low_watermark(child)), used
+
+
+def cursor_rows(cursor: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Return the continuation tokens (row range and token) and watermarks a cursor holds, for pages."""
+    try:
+        row_range, tokens = parse_cursor(cursor)
+    except ValueError as error:
+        return [("cursor", str(error))]
+    rows = [(f"continuation token for {label(t.row_range)}", t.token) for t in tokens]
+    if not tokens:
+        rows.append(("continuation token", f"none yet: {label(row_range)} is read from its start time"))
+    if low_watermark(cursor) is not None:
+        rows.append(("low watermark handed over by its parents", cursor[LOW_WATERMARK]))
+    if delivered(cursor) is not None:
+        rows.append(("newest change the tokens are past", cursor[DELIVERED]))
+    return rows

@@ -64,11 +64,9 @@ class BigtableKind(ReadKind):
     read_method = READ_METHOD
     lineage = True
     windows = True  # a read covers [watermark, watermark + window], continued from its tokens
-    # The reader and the simulator are done and tested on their own; reading through the
-    # workers (merges across SIGKILLs, reports, the demo) is not yet, so no stream may use it.
-    unavailable = (
-        "Bigtable change streams cannot be read by cdcweb's workers yet: the reader is "
-        "built, its pipeline is not finished"
+    endpoint = (
+        "real Bigtable with the environment's credentials; BIGTABLE_EMULATOR_HOST=host:port (the client's "
+        "own variable) points it at an emulator or `manage.py bigtable_simulator` instead"
     )
     settings = (
         Setting(
@@ -132,9 +130,23 @@ class BigtableKind(ReadKind):
         """Return whether the child's tokens cover its row range exactly (parents are not named)."""
         return cursors.child_ready(child, parents_finished)
 
+    def complete_at_end(
+        self, child: PartitionState, ended: list[PartitionState]
+    ) -> tuple[dict[str, Any], list[str]] | None:
+        """Return a merged child's cursor completed by parents that read on to the stream's end."""
+        return cursors.complete_at_end(child.cursor, [(p.token, p.cursor) for p in ended])
+
+    def is_generation(self, token: str, base: str) -> bool:
+        """Return whether the token is the range's (base) or a later generation of the same range."""
+        return cursors.split_generation(token)[0] == base
+
     def place_child(self, child: NewPartition, known: dict[str, dict[str, Any]]) -> tuple[str, bool]:
         """Return the generation of the child's range to store it under, and whether it exists."""
         return cursors.place_child(child, known)
+
+    def cursor_rows(self, cursor: dict[str, Any]) -> list[tuple[str, str]]:
+        """Return the partition's continuation tokens (by row range) and low watermark, for its page."""
+        return cursors.cursor_rows(cursor)
 
     def notes(self, values: dict[str, Any]) -> list[str]:
         """Return what a reader of Bigtable change streams must know."""

@@ -32,6 +32,13 @@ class RowRange(NamedTuple):
         """Return whether the two ranges share a key (empty ranges share none)."""
         return start_bound(max(self.start, other.start)) < min(end_bound(self.end), end_bound(other.end))
 
+    def intersection(self, other: RowRange) -> RowRange | None:
+        """Return the keys both ranges hold, or None when they share none."""
+        if not self.overlaps(other):
+            return None
+        ends = [e for e in (self.end, other.end) if e]
+        return RowRange(max(self.start, other.start), min(ends) if ends else b"")
+
     def to_json(self) -> list[str]:
         """Return the range as [start hex, end hex] for a JSON cursor."""
         return [self.start.hex(), self.end.hex()]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.cloud.bigtable_v2.types import ReadChangeStreamResponse
@@ -27,7 +27,7 @@ from partitions.sources.base import (
     RetryableSourceError,
 )
 
-from .cursor import Token, low_watermark, parse_cursor, tokens_cursor
+from .cursor import Token, delivered, low_watermark, parse_cursor, tokens_cursor, with_delivered
 from .decode import ChangeAssembler
 from .errors import classify, code_name, from_status
 from .ranges import RowRange, label
@@ -38,6 +38,7 @@ from .requests import children_of, partition_range, read_request
 BOUNDED_GRACE_S = 600.0
 OPEN_ENDED_TIMEOUT_S = 43200.0
 _OK = 0  # google.rpc.Code
+_ONE_US = timedelta(microseconds=1)
 _RESPONSE_PB = ReadChangeStreamResponse.pb
 
 
@@ -64,6 +65,7 @@ class BigtableRead:
         self._partition, self._end, self._options = partition, end, options
         self._max_attempts, self._backoff_s = max_attempts, backoff_s
         low = low_watermark(partition.cursor)
+        self._delivered = delivered(partition.cursor)
         # A merged child is only as far as its slowest parent (the lowest handed over).
         self.watermark = partition.watermark if low is None else min(partition.watermark, low)
         self._assembler = ChangeAssembler(where=partition.label or label(self.row_range))
@@ -76,7 +78,7 @@ class BigtableRead:
     @property
     def cursor(self) -> dict[str, Any]:
         """Return the resume state after the last yielded item: the range and its latest tokens."""
-        return tokens_cursor(self.row_range, self._tokens)
+        return with_delivered(tokens_cursor(self.row_range, self._tokens), self._delivered)
 
     def __iter__(self) -> Iterator[object]:
         return self._run()
@@ -90,6 +92,9 @@ class BigtableRead:
 
     def _run(self) -> Iterator[object]:
         """Yield the read's items, resuming a stream broken with UNAVAILABLE from the last tokens."""
+        if self._tokens_past_end():
+            self._reached_end()  # a checkpoint stored after the end's last change: nothing is left
+            return
         failures = 0
         while not self._closed.is_set():
             answered = self.messages
@@ -119,6 +124,17 @@ class BigtableRead:
                 self.retries += 1
             finally:
                 self._cancel()
+
+    def _tokens_past_end(self) -> bool:
+        """Return whether the tokens are already past a change committed after the end.
+
+        The server refuses a read whose end_time is not after its tokens' position: a read
+        resumed from a checkpoint taken after the end's last change (a worker killed before
+        the checkpoint that finished the partition) must not ask it.
+        """
+        if not self._tokens or self._end is None or self._delivered is None:
+            return False
+        return self._delivered > self._end
 
     def _stream(self) -> Iterator[object]:
         """Yield an item (or None) per message of one ReadChangeStream call, until it ends."""
@@ -188,7 +204,13 @@ class BigtableRead:
         if change is None:
             return None
         self._tokens = [Token(self.row_range, change.token)]
-        self._advance(change.estimated_low_watermark)
+        self._delivered = change.commit_timestamp
+        # Other changes may share its commit timestamp (another cluster's, another
+        # tiebreaker), so the watermark stays below it whatever the estimate says: a read
+        # resumed from a stored watermark must not skip them.
+        estimate = change.estimated_low_watermark
+        if estimate is not None:
+            self._advance(min(estimate, change.commit_timestamp - _ONE_US))
         return change
 
     def _heartbeat(self, raw):
@@ -217,7 +239,7 @@ class BigtableRead:
             raise from_status(
                 name, message or f"the stream closed with status {name}", self._table, self._profile
             )
-        tokens = [Token(self._range_of(t.partition), t.token) for t in raw.continuation_tokens]
+        tokens = [self._own_part(t) for t in raw.continuation_tokens]
         partitions = [self._range_of(p) for p in raw.new_partitions]
         try:
             children = children_of(tokens, partitions, self.watermark)
@@ -226,6 +248,20 @@ class BigtableRead:
         # Resuming this partition from its closing tokens closes it again, the same way.
         self._tokens = tokens
         return Ended(self.watermark, children)
+
+    def _own_part(self, raw_token) -> Token:
+        """Return a handed-over token for its range within this partition's own range.
+
+        The server has been seen to name a merged child's whole range in a closing
+        parent's token; taken as is, the child would look covered by one parent and
+        start before the others closed. Beam's connector intersects the two ranges
+        (ChangeStreamContinuationTokenHelper); so does this reader.
+        """
+        token_range = self._range_of(raw_token.partition)
+        own = token_range.intersection(self.row_range)
+        if own is None:
+            raise self._malformed(f"a closing token for {label(token_range)} lies outside this partition")
+        return Token(own, raw_token.token)
 
     def _range_of(self, partition) -> RowRange:
         """Return a raw StreamPartition's row range, or raise MalformedRecordError."""

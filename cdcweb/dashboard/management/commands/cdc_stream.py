@@ -6,10 +6,12 @@ refusal (wrong state, bad argument) from a crash (status 1 with a traceback).
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import json
 import re
 import sys
+import textwrap
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -39,6 +41,23 @@ def setting_flags() -> dict[str, tuple[str, str]]:
             flag = setting.cli or f"--{setting.name.replace('_', '-')}"
             flags.setdefault(flag, (setting.name, setting.help))
     return flags
+
+
+def kinds_epilog() -> str:
+    """Return, per kind, the flags it takes ([optional]) and where it connects."""
+    lines = ["settings of each --kind:"]
+    for kind in KINDS.values():
+        flags = [
+            (s.cli or f"--{s.name.replace('_', '-')}") if s.required else f"[{s.cli or s.name}]"
+            for s in kind.settings
+        ]
+        refused = " (cannot be created yet)" if kind.unavailable else ""
+        lines.append(f"  {kind.name}{refused}: {' '.join(flags)}")
+        if kind.endpoint:
+            lines.append(
+                textwrap.fill(kind.endpoint, 88, initial_indent="    reads ", subsequent_indent="    ")
+            )
+    return "\n".join(lines)
 
 
 def refuse(message: str) -> CommandError:
@@ -84,7 +103,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
-        create = sub.add_parser("create", help="register a stream (NOT_STARTED)")
+        create = sub.add_parser(
+            "create", help="register a stream (NOT_STARTED)", epilog=kinds_epilog(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )  # fmt: skip
         create.add_argument("name")
         create.add_argument("--kind", choices=list(KINDS), default=DEFAULT_KIND, help="the kind of source")
         for flag, (dest, help_text) in setting_flags().items():

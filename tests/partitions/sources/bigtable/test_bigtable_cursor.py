@@ -171,3 +171,18 @@ def test_a_merged_child_starts_at_the_lower_of_its_parents_watermarks():
     # then its watermark starts at the slower parent's, and it resumes from both tokens
     assert read.watermark == T0
     assert [t["token"] for t in read.cursor["tokens"]] == ["left", "right"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "both"),
+    [
+        (ALL, r("b", "d"), r("b", "d")),
+        (r("", "m"), r("f", ""), r("f", "m")),
+        (r("b", "d"), r("d", "f"), None),
+        (r("b", ""), r("", "c"), r("b", "c")),
+        (ALL, ALL, ALL),
+    ],
+)
+def test_the_intersection_of_two_ranges_is_the_keys_both_hold(a, b, both):
+    assert a.intersection(b) == both
+    assert b.intersection(a) == both
