@@ -92,5 +92,5 @@ def fresh_database():
 
 @pytest.fixture
 def wait_for():
-    """Return the polling helper: wait_for(what, check, timeout=60)."""
+    """Return the polling helper: wait_for(what, check, timeout=60, every=0.2, detail=None)."""
     return factories.wait_for
