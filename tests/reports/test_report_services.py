@@ -40,7 +40,7 @@ from pathlib import Path
 out = Path(sys.argv[sys.argv.index("--output") + 1])
 for i in range(1, 4):
     print(f"PROGRESS {i}/3 {i * 0.1:.1f} step{i}", flush=True)
-    time.sleep(0.05)
+    time.sleep(0.05)  # a fake job's pace between progress lines: not a wait for a state
 print("26/11/22 00:00:01 WARN SomeSparkChatter: ignore me", flush=True)
 (out / "throughput.json").write_text(json.dumps({"name": "throughput", "columns": ["table_name", "mods"],
     "rows": [["Orders", 5], ["Items", 2]]}))
@@ -186,6 +186,7 @@ def test_a_failed_job_keeps_the_meaningful_lines_only(fake_spark, running_report
 
 def test_a_job_past_its_timeout_is_killed_and_fails(fake_spark, running_report, settings):
     settings.CDC_REPORT_TIMEOUT_SECONDS = 1
+    # a fake job that must run past the 1 s timeout: its sleep waits for no state
     fake_spark("import time\nprint('PROGRESS 1/5 0.1 input', flush=True)\ntime.sleep(60)\n")
     Report.objects.filter(pk=running_report.pk).update(status=S.QUEUED)
     run_report_task.apply(args=[running_report.pk])
