@@ -32,12 +32,6 @@ class RecordingOutbox:
         return [event for _, _, event, _ in self.sent]
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Hash test passwords with MD5: the real hasher costs about a second per user here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def as_role(db, client):
     """Return a function that logs the test client in as a viewer or an operator."""

@@ -132,9 +132,9 @@ def test_query_strings_are_cached_apart(viewer, stream):
 def test_concurrent_misses_of_one_url_are_computed_once(client_as, users, monkeypatch):
     # given a lineage that takes a while to compute
     from partitions import queries
-    from tests.factories.lineage import make_stream
+    from tests.factories.lineage import make_lineage_stream
 
-    stream = make_stream("slow", 5)
+    stream = make_lineage_stream("slow", 5)
     calls, real = [], queries.lineage
 
     def slow_lineage(*args, **kwargs):
