@@ -74,6 +74,11 @@ def watched(name: str, receiver) -> Stream:
     return stream
 
 
+def evaluations(pipe, event: str) -> int:
+    """Return how many alert evaluations the housekeeping worker logged as `event` (received, succeeded)."""
+    return len(re.findall(rf"evaluate_alerts_task\[[^\]]+\] {event}", pipe.log_text("hk")))
+
+
 def fail(stream: Stream) -> float:
     """Make the stream FAILED_PERMANENTLY now (no automatic retry will touch it); return when."""
     became_true = time.time()
@@ -84,7 +89,10 @@ def fail(stream: Stream) -> float:
 def test_an_alert_reaches_the_webhook_within_one_interval_and_two_seconds(running, receiver):
     # given a stream watched by a rule that sends to a webhook
     stream = watched("orders", receiver)
-    time.sleep(EVALUATE_SECONDS)  # at least one evaluation sees it healthy
+    # and an evaluation begun after the rule existed has run and seen it healthy: of those
+    # received before, at most `earlier` can succeed, so one more proves a later one did
+    earlier = evaluations(running, "received")
+    _wait_for("an evaluation that saw it healthy", lambda: evaluations(running, "succeeded") > earlier)
     # when it fails
     became_true = fail(stream)
     # then the firing notice arrives within one evaluation interval + 2 s

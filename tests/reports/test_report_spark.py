@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -78,16 +77,20 @@ def worker_run(pipeline, landed):  # noqa: F811
     )  # fmt: skip
     code = f"from cdcweb.reports.tasks import run_report_task; run_report_task.delay({report.pk})"
     pipeline.manage("shell", "-c", code)
-    seen, deadline = [], time.monotonic() + 240
-    while time.monotonic() < deadline:
+    seen = []
+
+    def finished() -> bool:
         report.refresh_from_db()
         seen.append((report.status, report.progress_done, report.progress_total))
-        if report.finished:
-            # The pipeline's beat and worker would only compete with the next Spark runs.
-            pipeline.stop_all()
-            return report, seen
-        time.sleep(0.1)
-    pytest.fail(f"report still {report.status} after 240 s:\n{pipeline.log_text('w1')[-3000:]}")
+        return report.finished
+
+    _wait_for(
+        "the report to finish", finished, timeout=240, every=0.1,
+        detail=lambda: f"report {report.status}; the worker's log:\n{pipeline.log_text('w1')[-3000:]}",
+    )  # fmt: skip
+    # The pipeline's beat and worker would only compete with the next Spark runs.
+    pipeline.stop_all()
+    return report, seen
 
 
 def expected_totals(landing_uri: str, stream) -> dict:
