@@ -19,7 +19,6 @@ from rest_framework.test import APIClient
 
 from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt
 from streams.models import Stream
-from tests.alerts.receiver import start_receiver, stop_receiver
 from tests.factories import make_stream
 from tests.partitions.pipeline.conftest import (  # noqa: F401 - the fixtures
     TEST_ENV,
@@ -56,13 +55,6 @@ def running(pipeline):  # noqa: F811 - the imported fixture
     done = re.compile(r"evaluate_alerts_task\[[^\]]+\] succeeded")
     _wait_for("an evaluation", lambda: done.search(pipeline.log_text("hk")), timeout=90)
     return pipeline
-
-
-@pytest.fixture
-def receiver():
-    receiver = start_receiver()
-    yield receiver
-    stop_receiver(receiver)
 
 
 def watched(name: str, receiver) -> Stream:
