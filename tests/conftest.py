@@ -129,7 +129,7 @@ def stream(db):
 
 
 @pytest.fixture(name="make_stream")
-def make_stream_fixture(db):
+def stream_factory_fixture(db):
     """Return the stream factory, tests.factories.make_stream, with the database open to it."""
     return factories.make_stream
 
