@@ -43,7 +43,7 @@ def ensure_data(rebuild: bool = False) -> dict:
 
     from streams.models import Stream
     from streams.roles import OPERATORS, ensure_roles
-    from tests.factories.lineage import make_stream
+    from tests.factories.lineage import make_lineage_stream
 
     call_command("migrate", verbosity=0, interactive=False)
     ensure_roles(apps)
@@ -54,7 +54,7 @@ def ensure_data(rebuild: bool = False) -> dict:
         stream = Stream.objects.filter(name=name).first()
         if stream is None:
             print(f"building {name}: {count} partitions, 30 days of lag samples", flush=True)
-            stream = make_stream(name, count, lag_days=30, seed=11)
+            stream = make_lineage_stream(name, count, lag_days=30, seed=11)
         streams[name] = stream
     user, created = User.objects.get_or_create(username="bench")
     if created:

@@ -63,7 +63,7 @@ def pipeline_env(args: argparse.Namespace, var: Path, sim_port: int) -> dict:
 def pause_synthetic_streams() -> None:
     """Keep the workers off bench-1k and bench-10k: their partitions exist in no source.
 
-    Benchmark data, set directly as tests.factories.lineage.make_stream sets it; what the API
+    Benchmark data, set directly as tests.factories.lineage.make_lineage_stream sets it; what the API
     computes for a stream does not depend on its state.
     """
     from streams.models import Stream

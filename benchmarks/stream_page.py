@@ -52,7 +52,7 @@ def setup_django(url: str) -> None:
 def stream_of(partitions: int):
     """Return the benchmark stream with this many partitions, building it on first use."""
     from streams.models import Stream
-    from tests.factories.lineage import make_stream
+    from tests.factories.lineage import make_lineage_stream
 
     name = f"page-bench-{partitions}"
     stream = Stream.objects.filter(name=name).first()
@@ -61,7 +61,7 @@ def stream_of(partitions: int):
     if stream is not None:
         stream.delete()
     started = time.perf_counter()
-    stream = make_stream(name, partitions, lag_days=30)
+    stream = make_lineage_stream(name, partitions, lag_days=30)
     print(f"built {name}: {partitions} partitions, {stream.lag_samples.count()} lag samples "
           f"in {time.perf_counter() - started:.0f} s", file=sys.stderr)  # fmt: skip
     return stream

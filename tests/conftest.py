@@ -1,4 +1,10 @@
-"""Session-wide fixtures shared by every app's tests."""
+"""Fixtures shared by every app's tests: each defined here once, used wherever its name is asked for.
+
+users, operator, viewer: one user per role, and token clients of an operator and a viewer.
+stream: a RUNNING stream with a lineage of 40 partitions and an hour of lag samples.
+make_stream, make_partition: rows straight through the ORM (tests.factories).
+wait_for: the one polling helper. A directory's conftest.py adds only what is its own.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,19 @@ import itertools
 import os
 
 import pytest
+from django.apps import apps
+from django.contrib.auth.models import Group, User
+from rest_framework.test import APIClient
 
 from cdcweb import embedded_db
 from partitions.models import Partition
 from partitions.simulator.spanner.config import SimulatorConfig
 from partitions.simulator.spanner.server import start_server
+from streams.roles import OPERATORS, VIEWERS, ensure_roles
 from tests import factories
+from tests.api.support import token_for
 from tests.factories import databases
+from tests.factories.lineage import make_lineage_stream
 from tests.factories.object_store import S3Server
 
 # The tests' database is on the embedded PostgreSQL (DATABASE_URL unset), as the demo's is.
@@ -56,9 +68,69 @@ def _empty_cache():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """Hash test passwords with MD5: the real hasher costs about a second per user here."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def _user(name: str, group: str | None = None, **flags) -> User:
+    user = User.objects.create_user(name, password="pw", **flags)
+    if group:
+        user.groups.add(Group.objects.get(name=group))
+    return user
+
+
 @pytest.fixture
-def make_stream(db):
-    """Return the stream factory (tests.factories.make_stream)."""
+def users(db) -> dict[str, User | None]:
+    """Return one user per role, each with the password "pw" (None for anonymous)."""
+    ensure_roles(apps)
+    return {
+        "anonymous": None,
+        "viewer": _user("vera", VIEWERS),
+        "operator": _user("otto", OPERATORS),
+        "superuser": _user("root", is_superuser=True, is_staff=True),
+    }
+
+
+@pytest.fixture
+def client_as(users):
+    """Return a factory: an APIClient authenticated with the role's token (or anonymous)."""
+
+    tokens: dict[str, str] = {}
+
+    def make(role: str) -> APIClient:
+        client = APIClient()
+        if users[role] is not None:
+            if role not in tokens:
+                tokens[role] = token_for(users[role])
+            client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[role]}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def operator(client_as) -> APIClient:
+    """Return an operator's token client."""
+    return client_as("operator")
+
+
+@pytest.fixture
+def viewer(client_as) -> APIClient:
+    """Return a viewer's token client."""
+    return client_as("viewer")
+
+
+@pytest.fixture
+def stream(db):
+    """Return a RUNNING stream with 40 partitions (splits and merges) and an hour of lag samples."""
+    return make_lineage_stream("orders", 40, lag_days=1 / 24)
+
+
+@pytest.fixture(name="make_stream")
+def stream_factory_fixture(db):
+    """Return the stream factory, tests.factories.make_stream, with the database open to it."""
     return factories.make_stream
 
 
@@ -90,7 +162,7 @@ def fresh_database():
     databases.drop_database(url)
 
 
-@pytest.fixture
-def wait_for():
-    """Return the polling helper: wait_for(what, check, timeout=60)."""
+@pytest.fixture(name="wait_for")
+def wait_for_fixture():
+    """Return the polling helper: wait_for(what, check, timeout=60, every=0.2, detail=None)."""
     return factories.wait_for

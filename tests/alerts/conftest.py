@@ -12,6 +12,7 @@ from cdcweb.alerts import evaluation
 from cdcweb.alerts.models import AlertRule, Channel
 from partitions.models import LagSample
 from streams.roles import OPERATORS, VIEWERS, ensure_roles
+from tests.alerts.receiver import start_receiver, stop_receiver
 from tests.api.support import django_db_setup  # noqa: F401 - PostgreSQL when CDC_TEST_DATABASE_URL is set
 from tests.factories import T0
 
@@ -32,12 +33,6 @@ class RecordingOutbox:
         return [event for _, _, event, _ in self.sent]
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Hash test passwords with MD5: the real hasher costs about a second per user here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def as_role(db, client):
     """Return a function that logs the test client in as a viewer or an operator."""
@@ -56,6 +51,14 @@ def as_role(db, client):
 def local_receivers(settings):
     """Allow channels to send to this machine, as CDC_WEBHOOK_ALLOW_NETWORKS does for the demo."""
     settings.CDC_WEBHOOK_ALLOW_NETWORKS = ("127.0.0.0/8",)
+
+
+@pytest.fixture
+def receiver():
+    """Yield a webhook receiver on 127.0.0.1 (tests.alerts.receiver) that records what it is sent."""
+    receiver = start_receiver()
+    yield receiver
+    stop_receiver(receiver)
 
 
 @pytest.fixture

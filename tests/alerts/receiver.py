@@ -45,7 +45,7 @@ def _handler(receiver: Receiver):
         def do_POST(self):  # noqa: N802 - the http.server name
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             receiver.received.append(Received(time.time(), self.path, dict(self.headers.items()), body))
-            time.sleep(receiver.delay)
+            time.sleep(receiver.delay)  # a slow receiver on purpose (the delivery timeout tests)
             status = receiver.next_answer()
             self.send_response(status)
             self.send_header("Content-Type", "text/plain")

@@ -13,19 +13,12 @@ from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt
 from cdcweb.alerts.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign, verify
 from cdcweb.alerts.tasks import deliver_alert_task
 from streams.models import Stream
-from tests.alerts.receiver import start_receiver, stop_receiver
 
-pytestmark = pytest.mark.django_db
+# Every test here may send to the receiver on 127.0.0.1, as CDC_WEBHOOK_ALLOW_NETWORKS lets the demo.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("local_receivers")]
 S = DeliveryAttempt.Status
 SECRET = "a-secret-of-32-characters-long!!"
 NOTICE = "0b0e2f8e-6a43-4c39-9d2e-6f1d8e0c1a11"
-
-
-@pytest.fixture
-def receiver(local_receivers):
-    receiver = start_receiver()
-    yield receiver
-    stop_receiver(receiver)
 
 
 @pytest.fixture

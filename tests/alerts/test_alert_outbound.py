@@ -36,13 +36,6 @@ INTERNAL = [
 
 
 @pytest.fixture
-def receiver():
-    receiver = start_receiver()
-    yield receiver
-    stop_receiver(receiver)
-
-
-@pytest.fixture
 def alert(make_stream) -> Alert:
     stream = make_stream("orders")
     rule = AlertRule.objects.create(name="failed", kind=AlertRule.Kind.STREAM_FAILED, stream=stream)

@@ -19,7 +19,6 @@ from rest_framework.test import APIClient
 
 from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt
 from streams.models import Stream
-from tests.alerts.receiver import start_receiver, stop_receiver
 from tests.factories import make_stream
 from tests.partitions.pipeline.conftest import (  # noqa: F401 - the fixtures
     TEST_ENV,
@@ -58,13 +57,6 @@ def running(pipeline):  # noqa: F811 - the imported fixture
     return pipeline
 
 
-@pytest.fixture
-def receiver():
-    receiver = start_receiver()
-    yield receiver
-    stop_receiver(receiver)
-
-
 def watched(name: str, receiver) -> Stream:
     """Create a RUNNING stream and a rule that alerts when it fails, sent to the receiver."""
     stream = make_stream(name, state=S.RUNNING)
@@ -72,6 +64,11 @@ def watched(name: str, receiver) -> Stream:
     rule = AlertRule.objects.create(name=f"{name}-failed", kind="stream_failed", stream=stream, for_minutes=0)
     rule.channels.add(hook)
     return stream
+
+
+def evaluations(pipe, event: str) -> int:
+    """Return how many alert evaluations the housekeeping worker logged as `event` (received, succeeded)."""
+    return len(re.findall(rf"evaluate_alerts_task\[[^\]]+\] {event}", pipe.log_text("hk")))
 
 
 def fail(stream: Stream) -> float:
@@ -84,7 +81,10 @@ def fail(stream: Stream) -> float:
 def test_an_alert_reaches_the_webhook_within_one_interval_and_two_seconds(running, receiver):
     # given a stream watched by a rule that sends to a webhook
     stream = watched("orders", receiver)
-    time.sleep(EVALUATE_SECONDS)  # at least one evaluation sees it healthy
+    # and an evaluation begun after the rule existed has run and seen it healthy: of those
+    # received before, at most `earlier` can succeed, so one more proves a later one did
+    earlier = evaluations(running, "received")
+    _wait_for("an evaluation that saw it healthy", lambda: evaluations(running, "succeeded") > earlier)
     # when it fails
     became_true = fail(stream)
     # then the firing notice arrives within one evaluation interval + 2 s

@@ -8,13 +8,13 @@ import pytest
 from django.utils import timezone
 
 from streams.models import Stream
-from tests.factories.lineage import make_stream
+from tests.factories.lineage import make_lineage_stream
 
 S = Stream.State
 
 
 def _in(state: str, **fields) -> Stream:
-    stream = make_stream("orders", 3, **fields)
+    stream = make_lineage_stream("orders", 3, **fields)
     Stream.objects.filter(pk=stream.pk).update(state=state)
     return stream
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from partitions.models import LagSample, Partition, PartitionEdge
 from streams.models import StreamError, StreamTransition
 from tests.factories import reference
-from tests.factories.lineage import make_stream
+from tests.factories.lineage import make_lineage_stream
 
 NODE_FIELDS = {
     "id", "token", "state", "start_at", "end_at", "watermark", "lag_seconds", "data_records",
@@ -105,7 +105,7 @@ def test_the_lag_series_is_oldest_first_within_the_window(viewer, stream):
 
 @pytest.mark.parametrize("endpoint", ["lineage/", "partitions/?ordering=-lag"])
 def test_query_count_does_not_grow_with_partitions(viewer, db, endpoint):
-    small, large = make_stream("small", 20), make_stream("large", 400, seed=3)
+    small, large = make_lineage_stream("small", 20), make_lineage_stream("large", 400, seed=3)
     counts = []
     for stream in (small, large):
         with CaptureQueriesContext(connection) as queries:

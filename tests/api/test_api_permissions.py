@@ -13,7 +13,7 @@ from cdcweb.alerts.models import Alert, AlertRule, Channel, Silence
 from streams.models import Stream
 from tests.api.conftest import stream_body
 from tests.api.support import token_for
-from tests.factories.lineage import make_stream
+from tests.factories.lineage import make_lineage_stream
 
 S = Stream.State
 ALLOWED = {"anonymous": False, "viewer": False, "operator": True, "superuser": True}
@@ -32,7 +32,7 @@ READS = ("", "{id}/", "{id}/lineage/", "{id}/lag/", "{id}/partitions/", "{id}/tr
 
 
 def _stream(state) -> Stream:
-    stream = make_stream("target", 5)
+    stream = make_lineage_stream("target", 5)
     Stream.objects.filter(pk=stream.pk).update(state=state)
     return stream
 

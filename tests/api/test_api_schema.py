@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode, checks
 
 from tests.api.support import token_for
-from tests.factories.lineage import make_stream
+from tests.factories.lineage import make_lineage_stream
 
 # Kept small so the whole schema runs in well under a minute on a loaded 2-core machine.
 MAX_EXAMPLES = 5
@@ -59,7 +59,7 @@ def keep_the_test_connection():
 @pytest.fixture
 def operator_token(users) -> str:
     """Return the operator's API token, with a stream of partitions to find (id 1 is likely hit)."""
-    make_stream("orders", 12, lag_days=1 / 24)
+    make_lineage_stream("orders", 12, lag_days=1 / 24)
     return token_for(users["operator"])
 
 

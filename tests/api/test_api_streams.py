@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from streams.models import Stream
 from tests.api.conftest import stream_body
 from tests.factories import reference
-from tests.factories.lineage import make_stream
+from tests.factories.lineage import make_lineage_stream
 
 FIELDS = {
     "id", "name", "project", "instance", "database", "change_stream", "dialect", "heartbeat_ms",
@@ -30,8 +30,8 @@ def test_a_stream_shows_its_progress(viewer, stream):
 
 
 def test_the_list_filters_by_state_and_searches_names(viewer, db):
-    make_stream("orders-eu", 0)
-    make_stream("payments", 0)
+    make_lineage_stream("orders-eu", 0)
+    make_lineage_stream("payments", 0)
     Stream.objects.filter(name="payments").update(state=Stream.State.PAUSED)
     assert [s["name"] for s in viewer.get("/api/v1/streams/?state=PAUSED").json()["results"]] == ["payments"]
     assert [s["name"] for s in viewer.get("/api/v1/streams/?search=orders").json()["results"]] == [
@@ -42,7 +42,7 @@ def test_the_list_filters_by_state_and_searches_names(viewer, db):
 
 def test_the_list_pages_and_caps_the_page_size(viewer, db):
     for i in range(3):
-        make_stream(f"s{i}", 0)
+        make_lineage_stream(f"s{i}", 0)
     body = viewer.get("/api/v1/streams/?page_size=2").json()
     assert (body["count"], len(body["results"])) == (3, 2)
     assert body["next"].endswith("page=2&page_size=2")
@@ -50,11 +50,11 @@ def test_the_list_pages_and_caps_the_page_size(viewer, db):
 
 
 def test_the_list_costs_the_same_queries_for_more_partitions(viewer, db):
-    make_stream("small", 5)
+    make_lineage_stream("small", 5)
     with CaptureQueriesContext(connection) as few:
         viewer.get("/api/v1/streams/")
     few = len(few)  # now: the slice is taken from a log that the next request resets
-    make_stream("large", 300, seed=3)
+    make_lineage_stream("large", 300, seed=3)
     with CaptureQueriesContext(connection) as many:
         assert len(viewer.get("/api/v1/streams/").json()["results"]) == 2
     assert len(many) == few > 0

@@ -10,7 +10,7 @@ from django.urls import reverse
 from streams.access import can_operate
 from streams.models import Stream
 from tests.api.support import token_for
-from tests.factories.lineage import make_stream
+from tests.factories.lineage import make_lineage_stream
 
 # user -> may operate
 MATRIX = {
@@ -45,7 +45,7 @@ def _make_user(name: str, users: dict) -> User | None:
 
 
 def _running() -> Stream:
-    stream = make_stream("target", 3)
+    stream = make_lineage_stream("target", 3)
     Stream.objects.filter(pk=stream.pk).update(state=Stream.State.RUNNING)
     return stream
 

@@ -55,15 +55,6 @@ def started(make_stream, make_partition, name: str = "orders", state: str = S.PA
     return stream
 
 
-@pytest.fixture
-def operator(db) -> APIClient:
-    user = User.objects.create_user("otto", password="pw")
-    user.groups.add(Group.objects.get(name="operators"))
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
-    return client
-
-
 # --- the API ------------------------------------------------------------------------------
 @pytest.mark.parametrize("state", [S.RUNNING, S.STARTING, S.DRAINING, S.FAILED])
 def test_a_stream_that_reads_is_not_deleted_409_naming_its_state(

@@ -47,15 +47,31 @@ def make_partition(
     )
 
 
-def wait_for(what: str, check: Callable[[], object], timeout: float = 60, every: float = 0.2):
-    """Return check()'s first truthy value, or fail the test naming what did not happen."""
+def wait_for(
+    what: str,
+    check: Callable[[], object],
+    timeout: float = 60,
+    every: float = 0.2,
+    detail: Callable[[], object] | None = None,
+):
+    """Return check()'s first truthy value, or fail the test naming what did not happen.
+
+    The failure says what was awaited, for how long, what check() last returned and, if
+    given, what detail() returns then (the state seen, a log's tail). Poll with this
+    instead of sleeping: a loaded machine gets the whole timeout, a quick one no wait.
+    """
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         value = check()
         if value:
             return value
-        time.sleep(every)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(every)  # the poll interval: the one sleep that waits for a state
+    message = f"timed out after {timeout:g}s waiting for {what} (last check gave {value!r})"
+    if detail is not None:
+        message += f"\n{detail()}"
+    pytest.fail(message)
 
 
 def reference(stream) -> dict:

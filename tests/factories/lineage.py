@@ -148,7 +148,9 @@ def build_lag_samples(stream: Stream, *, days: float = 30, seed: int = 7) -> int
     return len(samples)
 
 
-def make_stream(name: str, partitions: int, *, lag_days: float = 0, seed: int = 7, **fields) -> Stream:
+def make_lineage_stream(
+    name: str, partitions: int, *, lag_days: float = 0, seed: int = 7, **fields
+) -> Stream:
     """Create a RUNNING stream with `partitions` partitions and, if lag_days, its lag history."""
     start = timezone.now() - timedelta(days=30)
     fields = {"project": "bench", "instance": "inst", "database": "db", "start_at": start, **fields}

@@ -8,11 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 from pyarrow import fs as pafs
+
+from tests.factories import wait_for
 
 MOTO = str(Path(sys.executable).with_name("moto_server"))
 # moto accepts any credentials; pyarrow (like any S3 client) wants some, from the environment.
@@ -35,17 +36,21 @@ class S3Server:
             [MOTO, "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=2).close()  # noqa: S310 - loopback
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    self.stop()
-                    raise RuntimeError("moto_server did not start") from None
-                time.sleep(0.1)
+        try:
+            wait_for("moto_server to answer", self._answers, every=0.1)
+        except BaseException:
+            self.stop()
+            raise
         os.environ.update(CREDENTIALS)
+
+    def _answers(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {self.proc.returncode}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=2).close()  # noqa: S310 - loopback
+        except OSError:
+            return False
+        return True
 
     def uri(self, bucket: str, path: str = "landing") -> str:
         """Return a pyarrow URI of a folder in the bucket, creating the bucket."""

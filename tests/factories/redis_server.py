@@ -9,10 +9,11 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import redis
+
+from tests.factories import wait_for
 
 
 class RedisServer:
@@ -42,17 +43,16 @@ class RedisServer:
              "--appendonly", "yes", "--save", "", "--daemonize", "no"],
             stdout=open(self.folder / "redis.log", "a"), stderr=subprocess.STDOUT,  # noqa: SIM115
         )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                redis.Redis(port=self.port, socket_timeout=1).ping()
-                return
-            except redis.exceptions.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"redis-server did not start: see {self.folder / 'redis.log'}"
-                    ) from None
-                time.sleep(0.05)
+        wait_for(
+            f"redis-server on port {self.port} to answer", self._answers, timeout=30, every=0.05,
+            detail=lambda: f"see {self.folder / 'redis.log'}",
+        )  # fmt: skip
+
+    def _answers(self) -> bool:
+        try:
+            return redis.Redis(port=self.port, socket_timeout=1).ping()
+        except redis.exceptions.ConnectionError:
+            return False
 
     def stop(self) -> None:
         """Stop the server (SIGTERM: it writes its append-only file first)."""

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from cdcweb.auth import OneQueryModelBackend, TokenAuthentication
 from streams.roles import VIEWERS, ensure_roles
-from tests.factories.lineage import make_stream
+from tests.factories.lineage import make_lineage_stream
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_a_token_gives_its_user_and_the_stored_token_in_one_query(user):
 
 def test_an_api_read_costs_two_queries_to_authenticate_and_authorize(user, django_assert_num_queries):
     # given a viewer's token and an answer the API cache already holds
-    stream = make_stream("orders", 3)
+    stream = make_lineage_stream("orders", 3)
     client = APIClient(HTTP_AUTHORIZATION=f"Token {AuthToken.objects.create(user=user)[1]}")
     url = f"/api/v1/streams/{stream.pk}/"
     assert client.get(url).status_code == 200

@@ -15,7 +15,7 @@ from partitions.models import Partition, PartitionEdge
 from partitions.sources.bigtable.kind import KIND
 from streams.models import Stream
 from tests.factories import reference
-from tests.factories.lineage import build_lineage, make_stream
+from tests.factories.lineage import build_lineage, make_lineage_stream
 
 FAMILIES = {
     "cdc_stream_lag_seconds", "cdc_stream_low_watermark_timestamp_seconds", "cdc_stream_partitions",
@@ -43,12 +43,6 @@ def value(family, name: str | None = None, **labels) -> float:
     return found[0]
 
 
-@pytest.fixture
-def stream(db) -> Stream:
-    """Return a RUNNING stream with a lineage of splits and merges."""
-    return make_stream("orders", 60)
-
-
 def test_metrics_need_no_login_and_have_every_family(client, stream):
     assert set(scrape(client)) >= FAMILIES
 
@@ -74,7 +68,7 @@ def test_partitions_records_and_stalls_match_the_database(client, stream):
 
 def test_splits_and_merges_are_counted_from_edges(client, db):
     # given a root that splits in two, and the two that merge back into one
-    stream = make_stream("tiny", 0)
+    stream = make_lineage_stream("tiny", 0)
     root, left, right, merged = (
         Partition.objects.create(stream=stream, token=t, start_at=stream.start_at, watermark=stream.start_at)
         for t in ("root", "left", "right", "merged")
@@ -89,7 +83,7 @@ def test_splits_and_merges_are_counted_from_edges(client, db):
 
 def test_scheduling_latency_is_the_wait_after_the_last_parent(client, db):
     # given a merged child that ran 2 s after its later parent finished
-    stream = make_stream("waits", 0)
+    stream = make_lineage_stream("waits", 0)
     t0 = stream.start_at
     a, b, child = (
         Partition.objects.create(stream=stream, token=t, start_at=t0, watermark=t0)
@@ -108,11 +102,11 @@ def test_scheduling_latency_is_the_wait_after_the_last_parent(client, db):
 
 
 def test_a_scrape_costs_the_same_queries_for_more_partitions(client, db):
-    make_stream("small", 10)
+    make_lineage_stream("small", 10)
     with CaptureQueriesContext(connection) as few:
         scrape(client)
     few = len(few)  # now: the slice is taken from a log that the next request resets
-    make_stream("large", 300, seed=3)
+    make_lineage_stream("large", 300, seed=3)
     with CaptureQueriesContext(connection) as many:
         scrape(client)
     assert len(many) == few > 0

@@ -1,19 +1,16 @@
-"""Fixtures of the report tests: users in each role, a stream, reports in each status."""
+"""Fixtures of the report tests: token clients, a new stream, reports in each status."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import pytest
-from django.apps import apps
-from django.contrib.auth.models import Group, User
 from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from cdcweb.reports.models import Report
 from streams.models import Stream
-from streams.roles import OPERATORS, VIEWERS, ensure_roles
 from tests.factories import make_stream
 
 SINCE = datetime(2026, 11, 20, tzinfo=UTC)
@@ -43,23 +40,6 @@ ASSUMPTIONS = [
 ]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Hash test passwords with MD5: the real hasher costs about a second per user here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def users(db) -> dict[str, User]:
-    """Return a viewer and an operator (the groups as the roles migration makes them)."""
-    ensure_roles(apps)
-    viewer = User.objects.create_user("vera", password="pw")
-    viewer.groups.add(Group.objects.get(name=VIEWERS))
-    operator = User.objects.create_user("otto", password="pw")
-    operator.groups.add(Group.objects.get(name=OPERATORS))
-    return {"viewer": viewer, "operator": operator}
-
-
 @pytest.fixture
 def api(users):
     """Return a factory of API clients authenticated by token as a role (None: anonymous)."""
@@ -87,26 +67,27 @@ def sent(monkeypatch) -> list[int]:
 
 
 @pytest.fixture
-def stream(db) -> Stream:
+def new_stream(db) -> Stream:
+    """Return a stream named orders that has not started and starts now: no partitions, no samples."""
     return make_stream("orders", start_at=timezone.now())
 
 
 @pytest.fixture
-def done_report(stream) -> Report:
+def done_report(new_stream) -> Report:
     """Return a DONE report with small result tables and its assumptions."""
     summary = {"totals": {"records": 4, "mods": 7, "transactions": 3, "bytes": 160}, "tables": {}}
     for name, rows in RESULTS.items():
         summary["tables"][name] = {"columns": list(rows[0]), "rows": len(rows)}
     return Report.objects.create(
-        stream=stream, since=SINCE, until=UNTIL, status=Report.Status.DONE, requested_by="otto",
+        stream=new_stream, since=SINCE, until=UNTIL, status=Report.Status.DONE, requested_by="otto",
         summary=summary, results=RESULTS, assumptions=ASSUMPTIONS, progress_done=11, progress_total=11,
     )  # fmt: skip
 
 
 @pytest.fixture
-def running_report(stream) -> Report:
+def running_report(new_stream) -> Report:
     """Return a report RUNNING at step 4 of 11."""
     return Report.objects.create(
-        stream=stream, since=SINCE, until=UNTIL, status=Report.Status.RUNNING, requested_by="otto",
+        stream=new_stream, since=SINCE, until=UNTIL, status=Report.Status.RUNNING, requested_by="otto",
         progress_done=4, progress_total=11, step="latency_by_minute",
     )  # fmt: skip

@@ -13,9 +13,11 @@ BODY = {"since": "2026-11-20T00:00:00Z", "until": "2026-11-21T00:00:00Z"}
 
 
 @pytest.mark.parametrize(("role", "expected"), [(None, 401), ("viewer", 403), ("operator", 201)])
-def test_only_operators_create_reports(api, stream, sent, role, expected, django_capture_on_commit_callbacks):
+def test_only_operators_create_reports(
+    api, new_stream, sent, role, expected, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
-        response = api(role).post("/api/v1/reports/", {**BODY, "stream": stream.pk}, format="json")
+        response = api(role).post("/api/v1/reports/", {**BODY, "stream": new_stream.pk}, format="json")
     assert response.status_code == expected
     if expected == 201:
         assert response.json()["status"] == "QUEUED"
@@ -35,8 +37,8 @@ def test_only_operators_create_reports(api, stream, sent, role, expected, django
         ({"since": "2999-01-01T00:00:00Z", "until": "2999-01-02T00:00:00Z"}, "since"),
     ],
 )
-def test_bad_ranges_are_400_with_field_errors(api, stream, sent, body, field):
-    response = api("operator").post("/api/v1/reports/", {**body, "stream": stream.pk}, format="json")
+def test_bad_ranges_are_400_with_field_errors(api, new_stream, sent, body, field):
+    response = api("operator").post("/api/v1/reports/", {**body, "stream": new_stream.pk}, format="json")
     assert response.status_code == 400
     assert field in response.json()
     assert not Report.objects.exists()
@@ -90,8 +92,8 @@ def test_reports_are_in_the_openapi_schema(api, users):
     assert {"/api/v1/reports/", "/api/v1/reports/{id}/", "/api/v1/reports/{id}/csv/"} <= set(schema["paths"])
 
 
-def test_an_operator_may_ask_for_one_report_only(api, stream, sent):
-    body = {**BODY, "stream": stream.pk, "kind": "cost"}
+def test_an_operator_may_ask_for_one_report_only(api, new_stream, sent):
+    body = {**BODY, "stream": new_stream.pk, "kind": "cost"}
     assert api("operator").post("/api/v1/reports/", body, format="json").json()["kind"] == "cost"
     bad = api("operator").post("/api/v1/reports/", {**body, "kind": "everything"}, format="json")
     assert (bad.status_code, list(bad.json())) == (400, ["kind"])

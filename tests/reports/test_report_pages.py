@@ -39,24 +39,24 @@ def test_list_shows_a_running_reports_progress_and_refreshes_every_two_seconds(a
     assert "New report" not in page
 
 
-def test_list_filters_by_stream_and_stops_refreshing_when_all_finished(as_viewer, done_report, stream):
-    other = make_stream("other", change_stream="Other", start_at=stream.start_at)
+def test_list_filters_by_stream_and_stops_refreshing_when_all_finished(as_viewer, done_report, new_stream):
+    other = make_stream("other", change_stream="Other", start_at=new_stream.start_at)
     Report.objects.create(stream=other, since=done_report.since, until=done_report.until, requested_by="x",
                           status=Report.Status.DONE)  # fmt: skip
-    page = as_viewer.get(f"/reports/?stream={stream.pk}").content.decode()
+    page = as_viewer.get(f"/reports/?stream={new_stream.pk}").content.decode()
     assert page.count("data-report=") == 1
     assert "every 2s" not in page
 
 
-def test_viewers_cannot_open_the_new_report_form(as_viewer, stream):
+def test_viewers_cannot_open_the_new_report_form(as_viewer, new_stream):
     assert as_viewer.get("/reports/new/").status_code == 403
-    assert as_viewer.post("/reports/new/", {"stream": stream.pk}).status_code == 403
+    assert as_viewer.post("/reports/new/", {"stream": new_stream.pk}).status_code == 403
 
 
 def test_operator_creates_a_report_and_its_task_is_sent(
-    as_operator, stream, sent, django_capture_on_commit_callbacks
+    as_operator, new_stream, sent, django_capture_on_commit_callbacks
 ):
-    body = {"stream": stream.pk, "since": "2026-11-20T00:00", "until": "2026-11-21T00:00"}
+    body = {"stream": new_stream.pk, "since": "2026-11-20T00:00", "until": "2026-11-21T00:00"}
     with django_capture_on_commit_callbacks(execute=True):
         response = as_operator.post("/reports/new/", body)
     report = Report.objects.get()
@@ -74,14 +74,14 @@ def test_operator_creates_a_report_and_its_task_is_sent(
         ("2999-01-01T00:00", "2999-01-02T00:00", "starts in the future"),
     ],
 )
-def test_bad_ranges_show_field_errors_not_a_server_error(as_operator, stream, since, until, message):
-    response = as_operator.post("/reports/new/", {"stream": stream.pk, "since": since, "until": until})
+def test_bad_ranges_show_field_errors_not_a_server_error(as_operator, new_stream, since, until, message):
+    response = as_operator.post("/reports/new/", {"stream": new_stream.pk, "since": since, "until": until})
     assert response.status_code == 200
     assert message in response.content.decode()
     assert not Report.objects.exists()
 
 
-def test_unknown_stream_in_the_form_is_a_field_error(as_operator, stream):
+def test_unknown_stream_in_the_form_is_a_field_error(as_operator, new_stream):
     body = {"stream": 999, "since": "2026-11-20T00:00", "until": "2026-11-21T00:00"}
     response = as_operator.post("/reports/new/", body)
     assert response.status_code == 200
@@ -109,7 +109,7 @@ def test_running_report_page_polls_its_status_and_reloads_when_done(as_viewer, r
     assert response["HX-Refresh"] == "true"
 
 
-def test_failed_report_page_shows_the_reason(as_viewer, stream, done_report):
+def test_failed_report_page_shows_the_reason(as_viewer, new_stream, done_report):
     Report.objects.filter(pk=done_report.pk).update(
         status=Report.Status.FAILED, error="input path x does not exist"
     )
@@ -126,9 +126,9 @@ def test_csv_export_has_a_header_and_one_line_per_row(as_viewer, done_report):
     assert as_viewer.get(f"/reports/{done_report.pk}/nosuch.csv").status_code == 404
 
 
-def test_stream_page_and_navigation_link_to_reports(as_viewer, stream):
-    page = as_viewer.get(f"/streams/{stream.pk}/").content.decode()
-    assert f'href="/reports/?stream={stream.pk}"' in page
+def test_stream_page_and_navigation_link_to_reports(as_viewer, new_stream):
+    page = as_viewer.get(f"/streams/{new_stream.pk}/").content.decode()
+    assert f'href="/reports/?stream={new_stream.pk}"' in page
     assert 'href="/reports/"' in page
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 out = Path(sys.argv[sys.argv.index("--output") + 1])
 for i in range(1, 4):
     print(f"PROGRESS {i}/3 {i * 0.1:.1f} step{i}", flush=True)
-    time.sleep(0.05)
+    time.sleep(0.05)  # a fake job's pace between progress lines: not a wait for a state
 print("26/11/22 00:00:01 WARN SomeSparkChatter: ignore me", flush=True)
 (out / "throughput.json").write_text(json.dumps({"name": "throughput", "columns": ["table_name", "mods"],
     "rows": [["Orders", 5], ["Items", 2]]}))
@@ -84,11 +84,11 @@ def test_spark_errors_lose_their_stack_traces_and_py4j_noise():
     assert readable_error([], 137) == "spark-submit exited with status 137"
 
 
-def test_command_runs_main_with_the_range_the_master_and_the_price_model(stream, settings, tmp_path):
+def test_command_runs_main_with_the_range_the_master_and_the_price_model(new_stream, settings, tmp_path):
     settings.SPARK_MASTER, settings.CDC_SPARK_DRIVER_MEMORY = "spark://h:7077", "2g"
     settings.CDC_PRICE_MODEL = {"nodes": 3.0, "node_hour_usd": "", "edition": "enterprise"}
     report = Report(
-        stream=stream, since=datetime(2026, 11, 20, tzinfo=UTC), until=datetime(2026, 11, 21, tzinfo=UTC)
+        stream=new_stream, since=datetime(2026, 11, 20, tzinfo=UTC), until=datetime(2026, 11, 21, tzinfo=UTC)
     )
     argv = command.build_command(report, tmp_path / "out", tmp_path / "lineage.json")
     joined = " ".join(argv)
@@ -130,26 +130,26 @@ def test_the_job_sees_no_secrets_of_ours_only_what_spark_needs(monkeypatch, sett
     assert command.spark_env()["AWS_SECRET_ACCESS_KEY"] == "a"
 
 
-def test_a_cluster_work_uri_gives_each_report_its_own_work_directory(stream, settings, tmp_path):
+def test_a_cluster_work_uri_gives_each_report_its_own_work_directory(new_stream, settings, tmp_path):
     settings.CDC_SPARK_WORK_URI = "hdfs://nn:8020/cdcweb/work/"
-    report = Report(pk=42, stream=stream, since=datetime(2026, 11, 20, tzinfo=UTC),
+    report = Report(pk=42, stream=new_stream, since=datetime(2026, 11, 20, tzinfo=UTC),
                     until=datetime(2026, 11, 21, tzinfo=UTC))  # fmt: skip
     argv = command.build_command(report, tmp_path / "out", tmp_path / "lineage.json")
     assert argv[argv.index("--work-dir") + 1] == "hdfs://nn:8020/cdcweb/work/report-42"
 
 
-def test_lineage_export_lists_partitions_in_range_with_their_parents(stream, tmp_path):
+def test_lineage_export_lists_partitions_in_range_with_their_parents(new_stream, tmp_path):
     t0 = datetime(2026, 11, 20, 10, tzinfo=UTC)
-    old = Partition.objects.create(stream=stream, token="old", start_at=t0 - timedelta(days=3),
+    old = Partition.objects.create(stream=new_stream, token="old", start_at=t0 - timedelta(days=3),
                                    end_at=t0 - timedelta(days=2), watermark=t0)  # fmt: skip
-    root = Partition.objects.create(stream=stream, token="root", start_at=t0,
+    root = Partition.objects.create(stream=new_stream, token="root", start_at=t0,
                                     end_at=t0 + timedelta(minutes=1), watermark=t0)  # fmt: skip
     child = Partition.objects.create(
-        stream=stream, token="child", start_at=t0 + timedelta(minutes=1), watermark=t0
+        stream=new_stream, token="child", start_at=t0 + timedelta(minutes=1), watermark=t0
     )
-    PartitionEdge.objects.create(stream=stream, parent=root, child=child)
+    PartitionEdge.objects.create(stream=new_stream, parent=root, child=child)
     path = command.export_lineage(
-        stream, t0 - timedelta(hours=1), t0 + timedelta(hours=1), tmp_path / "l.json"
+        new_stream, t0 - timedelta(hours=1), t0 + timedelta(hours=1), tmp_path / "l.json"
     )
     rows = {r["token"]: r for r in json.loads(path.read_text())["partitions"]}
     assert set(rows) == {"root", "child"}, old
@@ -186,6 +186,7 @@ def test_a_failed_job_keeps_the_meaningful_lines_only(fake_spark, running_report
 
 def test_a_job_past_its_timeout_is_killed_and_fails(fake_spark, running_report, settings):
     settings.CDC_REPORT_TIMEOUT_SECONDS = 1
+    # a fake job that must run past the 1 s timeout: its sleep waits for no state
     fake_spark("import time\nprint('PROGRESS 1/5 0.1 input', flush=True)\ntime.sleep(60)\n")
     Report.objects.filter(pk=running_report.pk).update(status=S.QUEUED)
     run_report_task.apply(args=[running_report.pk])
@@ -201,9 +202,9 @@ def test_a_second_delivery_does_nothing_and_a_deleted_report_is_skipped(running_
     assert run_report_task.apply(args=[running_report.pk + 100]).get() is None
 
 
-def test_a_restarted_worker_fails_the_reports_it_left_running(running_report, stream):
+def test_a_restarted_worker_fails_the_reports_it_left_running(running_report, new_stream):
     Report.objects.filter(pk=running_report.pk).update(worker="w1@host")
-    other = Report.objects.create(stream=stream, since=running_report.since, until=running_report.until,
+    other = Report.objects.create(stream=new_stream, since=running_report.since, until=running_report.until,
                                   status=S.RUNNING, worker="w2@host", requested_by="x")  # fmt: skip
     fail_reports_of_previous_run(sender=type("Consumer", (), {"hostname": "w1@host"})())
     assert Report.objects.get(pk=running_report.pk).status == S.FAILED
@@ -212,11 +213,11 @@ def test_a_restarted_worker_fails_the_reports_it_left_running(running_report, st
 
 
 def test_daily_reports_cover_yesterday_once_per_stream_with_data(
-    stream, sent, django_capture_on_commit_callbacks
+    new_stream, sent, django_capture_on_commit_callbacks
 ):
     now = datetime(2026, 11, 22, 0, 30, tzinfo=UTC)
-    idle = make_stream("idle", change_stream="I", start_at=stream.start_at)
-    Partition.objects.create(stream=stream, token="t", start_at=now - timedelta(days=2),
+    idle = make_stream("idle", change_stream="I", start_at=new_stream.start_at)
+    Partition.objects.create(stream=new_stream, token="t", start_at=now - timedelta(days=2),
                              watermark=now - timedelta(hours=1), data_records=10)  # fmt: skip
     Partition.objects.create(stream=idle, token="t", start_at=now - timedelta(days=2), watermark=now)
     with django_capture_on_commit_callbacks(execute=True):
@@ -225,17 +226,17 @@ def test_daily_reports_cover_yesterday_once_per_stream_with_data(
     report = Report.objects.get()
     assert (first, again, sent) == ([report.pk], [], [report.pk])
     assert (report.stream, report.since, report.until) == (
-        stream,
+        new_stream,
         datetime(2026, 11, 21, tzinfo=UTC),
         now.replace(minute=0, hour=0),
     )
 
 
-def test_reader_volume_follows_the_open_partitions_and_the_window(stream, done_report):
+def test_reader_volume_follows_the_open_partitions_and_the_window(new_stream, done_report):
     # given two partitions open over the whole day and one over half of it, 60 s windows
     since = done_report.since
     for token, hours in (("a", 24), ("b", 24), ("c", 12)):
-        Partition.objects.create(stream=stream, token=token, start_at=since - timedelta(hours=1),
+        Partition.objects.create(stream=new_stream, token=token, start_at=since - timedelta(hours=1),
                                  end_at=since + timedelta(hours=hours), watermark=since)  # fmt: skip
     rows = {a["name"]: a["value"] for a in reader_assumptions(done_report)}
     assert rows["open_partitions"] == 2.5
@@ -243,13 +244,13 @@ def test_reader_volume_follows_the_open_partitions_and_the_window(stream, done_r
     assert rows["idle_heartbeats_per_day"] == 2.5 * 86_400 / 10
 
 
-def test_a_table_read_by_commit_timestamp_counts_polls_and_keeps_nothing(stream, done_report):
+def test_a_table_read_by_commit_timestamp_counts_polls_and_keeps_nothing(new_stream, done_report):
     # given a stream of the commit-timestamp kind polled every 5 s, with 19 shards open all day
-    Stream.objects.filter(pk=stream.pk).update(source_kind="spanner_commit_timestamp", heartbeat_ms=5000)
+    Stream.objects.filter(pk=new_stream.pk).update(source_kind="spanner_commit_timestamp", heartbeat_ms=5000)
     done_report.stream.refresh_from_db()
     since = done_report.since
     for shard in range(19):
-        Partition.objects.create(stream=stream, token=f"shard:{shard}", start_at=since, watermark=since)
+        Partition.objects.create(stream=new_stream, token=f"shard:{shard}", start_at=since, watermark=since)
     # then the report counts one poll per shard per interval, and no change stream queries
     rows = {a["name"]: a["value"] for a in reader_assumptions(done_report)}
     assert rows["poll_queries_per_day"] == 19 * 86_400 / 5

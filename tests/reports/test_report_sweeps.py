@@ -26,10 +26,10 @@ def ago(seconds: float):
     return Now() - timedelta(seconds=seconds)
 
 
-def test_a_running_report_whose_worker_stopped_stamping_fails_saying_so(stream):
+def test_a_running_report_whose_worker_stopped_stamping_fails_saying_so(new_stream):
     # given one report whose worker stamped it 31 s ago (three stamps missed) and one stamped now
-    dead = report(stream, S.RUNNING, worker="reports-1@a")
-    alive = report(stream, S.RUNNING, worker="reports-2@b")
+    dead = report(new_stream, S.RUNNING, worker="reports-1@a")
+    alive = report(new_stream, S.RUNNING, worker="reports-2@b")
     Report.objects.filter(pk=dead.pk).update(heartbeat_at=ago(31), started_at=ago(60))
     Report.objects.filter(pk=alive.pk).update(heartbeat_at=Now(), started_at=ago(600))
     # when beat sweeps
@@ -41,12 +41,14 @@ def test_a_running_report_whose_worker_stopped_stamping_fails_saying_so(stream):
     assert Report.objects.get(pk=alive.pk).status == S.RUNNING
 
 
-def test_a_report_queued_too_long_is_sent_again_once(stream, django_capture_on_commit_callbacks, monkeypatch):
+def test_a_report_queued_too_long_is_sent_again_once(
+    new_stream, django_capture_on_commit_callbacks, monkeypatch
+):
     # given a report whose task was sent 3 minutes ago and one sent just now
     sent = []
     monkeypatch.setattr("streams.dispatch.send", lambda name, args: sent.append((name, *args)))
-    lost = report(stream, S.QUEUED)
-    fresh = report(stream, S.QUEUED)
+    lost = report(new_stream, S.QUEUED)
+    fresh = report(new_stream, S.QUEUED)
     Report.objects.filter(pk=lost.pk).update(sent_at=ago(180))
     Report.objects.filter(pk=fresh.pk).update(sent_at=Now())
     # when beat sweeps twice in a row
@@ -58,10 +60,10 @@ def test_a_report_queued_too_long_is_sent_again_once(stream, django_capture_on_c
     assert sent == [("cdcweb.reports.tasks.run_report_task", lost.pk)]
 
 
-def test_a_worker_starting_under_a_name_still_in_use_leaves_the_live_ones_reports_alone(stream):
+def test_a_worker_starting_under_a_name_still_in_use_leaves_the_live_ones_reports_alone(new_stream):
     # given two workers with one node name: one died with a report, the other runs one now
-    left = report(stream, S.RUNNING, worker="reports@host")
-    running = report(stream, S.RUNNING, worker="reports@host")
+    left = report(new_stream, S.RUNNING, worker="reports@host")
+    running = report(new_stream, S.RUNNING, worker="reports@host")
     Report.objects.filter(pk=left.pk).update(heartbeat_at=ago(60))
     Report.objects.filter(pk=running.pk).update(heartbeat_at=Now())
     # when a worker of that name starts

@@ -1,11 +1,10 @@
-"""Fixtures for the dashboard tests: users in each role and a stream with a real-looking lineage."""
+"""Fixtures for the dashboard tests: a stream with a real-looking lineage (users: tests/conftest.py)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from partitions.models import LagSample, Partition, PartitionEdge
@@ -13,22 +12,6 @@ from streams.models import Stream
 from tests.factories import make_stream
 
 P = Partition.State
-
-
-@pytest.fixture
-def viewer(db):
-    """Return a user in the viewers group (reads, never acts)."""
-    user = User.objects.create_user("vera", password="pw-vera")
-    user.groups.add(Group.objects.get_or_create(name="viewers")[0])
-    return user
-
-
-@pytest.fixture
-def operator(db):
-    """Return a user in the operators group."""
-    user = User.objects.create_user("otto", password="pw-otto")
-    user.groups.add(Group.objects.get_or_create(name="operators")[0])
-    return user
 
 
 def make_lineage(stream: Stream, now, splits: int = 3) -> dict[str, Partition]:
@@ -68,8 +51,11 @@ def make_samples(stream: Stream, now, count: int = 30, holder: Partition | None 
 
 
 @pytest.fixture
-def stream(db):
-    """Return a RUNNING stream with a split, a merge, a stalled partition and lag samples."""
+def stream_with_parts(db):
+    """Return a RUNNING stream with a split, a merge, a stalled partition and lag samples.
+
+    Its partitions by name (a, b, a1, a2, m) are in `.parts`.
+    """
     now = timezone.now()
     stream = make_stream("orders", database="shop", start_at=now - timedelta(minutes=30))
     Stream.objects.filter(pk=stream.pk).update(state=Stream.State.RUNNING, state_reason="roots found")

@@ -22,36 +22,43 @@ BAD_TIMES = [
 
 
 @pytest.fixture
-def rule(stream):
-    return AlertRule.objects.create(name="failed", kind="stream_failed", stream=stream)
+def rule(stream_with_parts):
+    return AlertRule.objects.create(name="failed", kind="stream_failed", stream=stream_with_parts)
 
 
 @pytest.mark.parametrize("value", BAD_TIMES)
-def test_the_recover_form_says_what_is_wrong_with_its_timestamp(client, operator, stream, value):
-    client.force_login(operator)
-    url = reverse("stream-action", args=[stream.pk, "recover"])
-    Stream.objects.filter(pk=stream.pk).update(state=Stream.State.FAILED_PERMANENTLY)
+def test_the_recover_form_says_what_is_wrong_with_its_timestamp(client, users, stream_with_parts, value):
+    client.force_login(users["operator"])
+    url = reverse("stream-action", args=[stream_with_parts.pk, "recover"])
+    Stream.objects.filter(pk=stream_with_parts.pk).update(state=Stream.State.FAILED_PERMANENTLY)
     response = client.post(url, {"strategy": "timestamp", "timestamp": value}, follow=True)
     assert response.status_code == 200
     said = [str(m) for m in response.context["messages"]]
     assert len(said) == 1
     assert any(words in said[0] for words in ("cannot read the time", "out of range", "needs a timestamp"))
-    assert Stream.objects.get(pk=stream.pk).state == Stream.State.FAILED_PERMANENTLY
+    assert Stream.objects.get(pk=stream_with_parts.pk).state == Stream.State.FAILED_PERMANENTLY
 
 
 @pytest.mark.parametrize("value", BAD_TIMES)
 @pytest.mark.parametrize("field", ["since", "until"])
-def test_the_new_report_form_refuses_a_bad_time_with_a_form_error(client, operator, stream, value, field):
-    client.force_login(operator)
-    body = {"stream": stream.pk, "since": "2026-01-01T00:00", "until": "2026-01-02T00:00", field: value}
+def test_the_new_report_form_refuses_a_bad_time_with_a_form_error(
+    client, users, stream_with_parts, value, field
+):
+    client.force_login(users["operator"])
+    body = {
+        "stream": stream_with_parts.pk,
+        "since": "2026-01-01T00:00",
+        "until": "2026-01-02T00:00",
+        field: value,
+    }
     response = client.post(reverse("report-new"), body)
     assert response.status_code == 200  # the form again, with its error
     assert response.context["form"].errors[field]
 
 
 @pytest.mark.parametrize("value", BAD_TIMES)
-def test_the_silence_form_refuses_a_bad_end_with_a_form_error(client, operator, rule, value):
-    client.force_login(operator)
+def test_the_silence_form_refuses_a_bad_end_with_a_form_error(client, users, rule, value):
+    client.force_login(users["operator"])
     response = client.post(reverse("alert-silence-new"), {"rule": rule.pk, "ends_at": value})
     assert response.status_code == 200
     assert response.context["form"].errors["ends_at"]
@@ -67,9 +74,9 @@ def test_the_silence_form_refuses_a_bad_end_with_a_form_error(client, operator, 
         "/api/v1/streams/{stream}/lag/?until={}",
     ],
 )
-def test_api_filters_answer_400_naming_the_parameter(client, operator, stream, path, value):
-    client.force_login(operator)
-    response = client.get(path.format(value, stream=stream.pk))
+def test_api_filters_answer_400_naming_the_parameter(client, users, stream_with_parts, path, value):
+    client.force_login(users["operator"])
+    response = client.get(path.format(value, stream=stream_with_parts.pk))
     assert response.status_code == 400, response.content
     name = path.split("?")[1].split("=")[0]
     assert name in response.json()
@@ -84,9 +91,11 @@ def test_api_filters_answer_400_naming_the_parameter(client, operator, stream, p
         ("/api/v1/streams/{stream}/recover/", {"strategy": "timestamp"}, "timestamp"),
     ],
 )
-def test_api_bodies_answer_400_naming_the_field(client, operator, stream, rule, path, body, field, value):
-    client.force_login(operator)
-    body = {"stream": stream.pk, "rule": rule.pk, **body, field: value}
-    response = client.post(path.format(stream=stream.pk), body, content_type="application/json")
+def test_api_bodies_answer_400_naming_the_field(
+    client, users, stream_with_parts, rule, path, body, field, value
+):
+    client.force_login(users["operator"])
+    body = {"stream": stream_with_parts.pk, "rule": rule.pk, **body, field: value}
+    response = client.post(path.format(stream=stream_with_parts.pk), body, content_type="application/json")
     assert response.status_code == 400, response.content
     assert field in response.json()

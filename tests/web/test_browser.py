@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -97,13 +96,15 @@ def live_url(pipeline):
     port = _free_port()
     pipeline.spawn("web", sys.executable, "manage.py", "runserver",
                    f"127.0.0.1:{port}", "--noreload", "--insecure")  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return f"http://127.0.0.1:{port}"
-        time.sleep(0.2)
-    pytest.fail("the web server did not start: " + pipeline.log_text("web")[-2000:])
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    _fixtures._wait_for(
+        "the web server to accept connections", answers, detail=lambda: pipeline.log_text("web")[-2000:]
+    )
+    return f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,9 @@ def _directives(header: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("path", ["/login/", "/", "/reports/"])
-def test_pages_allow_scripts_and_styles_from_this_site_only(client, operator, path):
+def test_pages_allow_scripts_and_styles_from_this_site_only(client, users, path):
     if path != "/login/":
-        client.force_login(operator)
+        client.force_login(users["operator"])
     response = client.get(path)
     assert response.status_code == 200
     policy = _directives(response["Content-Security-Policy"])

@@ -68,25 +68,33 @@ def _walk(patterns, prefix: str, values: dict[str, str]):
 
 
 @pytest.fixture
-def rows(stream):
+def rows(stream_with_parts):
     """Return a sample value for every URL parameter; ids name a row of every table."""
     # One id names a row of every table: the stream's. Given explicitly, since PostgreSQL's
     # sequences do not start again with each test (its transaction's rollback keeps them).
-    n = stream.pk
-    rule = AlertRule.objects.create(pk=n, name="failed", kind="stream_failed", stream=stream)
+    n = stream_with_parts.pk
+    rule = AlertRule.objects.create(pk=n, name="failed", kind="stream_failed", stream=stream_with_parts)
     channel = Channel.objects.create(pk=n, name="mail", kind="email", email_to=["ops@example.com"])
-    silence = Silence.objects.create(pk=n, stream=stream, ends_at="2999-01-01T00:00:00Z")
-    alert = Alert.objects.create(pk=n, rule=rule, stream=stream, kind=rule.kind, summary="failed")
+    silence = Silence.objects.create(pk=n, stream=stream_with_parts, ends_at="2999-01-01T00:00:00Z")
+    alert = Alert.objects.create(pk=n, rule=rule, stream=stream_with_parts, kind=rule.kind, summary="failed")
     report = Report.objects.create(
-        pk=n, stream=stream, since="2026-01-01T00:00:00Z", until="2026-01-02T00:00:00Z", requested_by="otto"
+        pk=n,
+        stream=stream_with_parts,
+        since="2026-01-01T00:00:00Z",
+        until="2026-01-02T00:00:00Z",
+        requested_by="otto",
     )
     partition = Partition.objects.filter(pk=n).first() or Partition.objects.create(
-        pk=n, stream=stream, token="no-role", start_at=stream.start_at, watermark=stream.start_at
+        pk=n,
+        stream=stream_with_parts,
+        token="no-role",
+        start_at=stream_with_parts.start_at,
+        watermark=stream_with_parts.start_at,
     )
     for row in (rule, channel, silence, alert, report, partition):
         assert row.pk == n
     assert partition.stream_id == n
-    some = str(stream.pk)
+    some = str(stream_with_parts.pk)
     return {"pk": some, "id": some, "stream_pk": some, "object_id": some,
               "action": "start", "table": "throughput", "app_label": "streams", "format": "json",
               "content_type_id": "1", "url": "nothing-here/", "uidb64": "MQ", "token": "x"}  # fmt: skip
@@ -140,10 +148,10 @@ def test_it_gets_no_token_either(nobody):
     assert "token" not in answer.json()
 
 
-def test_the_walk_would_see_a_page_left_open(client, rows, viewer):
+def test_the_walk_would_see_a_page_left_open(client, rows, users):
     # the same walk for a viewer finds pages that answer, so a 403 above is the rule's doing
     values = rows
-    client.force_login(viewer)
+    client.force_login(users["viewer"])
     answered = [path for path, name in _paths(values) if client.get(path).status_code == 200]
     assert "/" in answered
     assert "/alerts/" in answered

@@ -130,6 +130,12 @@ class Pipeline:
         return (self.logs / f"{name}.log").read_text()
 
 
+@pytest.fixture
+def queued() -> factories.RecordingQueue:
+    """Return a queue that records the reads and starts the services ask for, instead of a broker."""
+    return factories.RecordingQueue()
+
+
 @pytest.fixture(scope="module")
 def pipeline_env() -> dict[str, str]:
     """Return the settings every process of the module runs with (a module may override this)."""

@@ -274,7 +274,7 @@ class FakeSpanner:
                 return True
             if not context.is_active():
                 return False
-            time.sleep(min(left, 0.1))
+            time.sleep(min(left, 0.1))  # the fake server holds the query open until its end, as Spanner does
 
     def start(self) -> FakeSpanner:
         def unary(method, request_type, response_type):

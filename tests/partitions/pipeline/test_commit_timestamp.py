@@ -66,7 +66,7 @@ def read_through_kills(pipeline, sim):
     rng = random.Random(5)
     for _ in range(2):
         _wait_for("reading to begin", lambda: Partition.objects.filter(data_records__gt=0).exists())
-        time.sleep(rng.uniform(0.2, 1.0))
+        time.sleep(rng.uniform(0.2, 1.0))  # a random moment to SIGKILL at: not a wait for a state
         pipeline.kill(worker)
         worker = pipeline.worker("ct")
 

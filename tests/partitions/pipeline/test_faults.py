@@ -117,7 +117,7 @@ def faults(pipeline, sim, source_sim, own_postgres, own_redis):
         while time.monotonic() - t0 < second:
             for pk, mark in db(lambda: list(Partition.objects.values_list("pk", "watermark"))):
                 seen[pk].append(mark)
-            time.sleep(0.5)
+            time.sleep(0.5)  # sampling watermarks on a timeline of faults: not a wait for a state
 
     until(10)
     os.killpg(stopped.pid, signal.SIGSTOP)

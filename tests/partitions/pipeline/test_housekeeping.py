@@ -9,7 +9,6 @@ report waited its turn behind every queued window.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -75,12 +74,19 @@ def test_a_lag_sample_lands_in_every_interval_behind_hundreds_of_queued_reads(pi
     # given hundreds of partitions waiting for a read
     assert queued_reads(backlog) >= 200
     began = timezone.now()
-    # when the backlog lasts for a while
-    time.sleep(15)
+    sampled = LagSample.objects.filter(stream=backlog, at__gte=began)
+    # when the backlog lasts 15 s and beat has sampled six times meanwhile (on a loaded
+    # machine the 15 s alone may hold fewer: the gaps below then say how late they were)
+    _wait_for(
+        "15 s and six lag samples behind the backlog",
+        lambda: timezone.now() - began >= timedelta(seconds=15) and sampled.count() >= 6,
+        timeout=120,
+        detail=lambda: f"samples so far: {list(sampled.values_list('at', flat=True))}",
+    )
     # then the reads are still backlogged
     assert queued_reads(backlog) >= 100
     # and beat's lag sample landed in every interval all the same
-    times = list(LagSample.objects.filter(stream=backlog, at__gte=began).values_list("at", flat=True))
+    times = list(sampled.values_list("at", flat=True))
     edges = [began, *sorted(times), timezone.now()]
     gaps = [(b - a).total_seconds() for a, b in zip(edges, edges[1:], strict=False)]
     assert len(times) >= 6

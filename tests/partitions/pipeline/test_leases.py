@@ -12,16 +12,9 @@ from django.utils import timezone
 from partitions.models import Partition
 from partitions.pipeline import leases, services, window
 from streams.models import Stream, StreamError
-from tests.factories import RecordingQueue
 from tests.partitions.pipeline.test_window import busy_partition, running_stream
 
 P, S = Partition.State, Stream.State
-
-
-@pytest.fixture
-def queued():
-    """Return a queue that records the reads the services ask for, instead of a broker."""
-    return RecordingQueue()
 
 
 @pytest.fixture

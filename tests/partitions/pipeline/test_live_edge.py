@@ -97,7 +97,7 @@ def test_every_partition_stays_within_three_heartbeats_of_the_live_edge(live):
         now = timezone.now()
         running = Partition.objects.filter(stream=live, state=P.RUNNING).values_list("watermark", flat=True)
         worst = max([worst, *((now - wm).total_seconds() for wm in running)])
-        time.sleep(0.25)
+        time.sleep(0.25)  # sampling the watermarks through a 50 s watch: not a wait for a state
     # then no running partition's watermark was ever more than three heartbeats old
     assert worst <= 3 * HEARTBEAT_S, f"a partition was {worst:.1f}s behind"
     # and each partition that ended meanwhile finished within a second and a half of its end

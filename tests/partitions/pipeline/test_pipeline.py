@@ -76,6 +76,28 @@ def watermarks(stream) -> dict[int, datetime]:
     return dict(Partition.objects.filter(stream=stream).values_list("pk", "watermark"))
 
 
+def in_state(stream, *states: str):
+    """Return a check that the stream is in one of `states`, for wait_for."""
+    return lambda: Stream.objects.get(pk=stream.pk).state in states
+
+
+def state_of(stream):
+    """Return a detail for wait_for: the stream's state, its reason and its last error."""
+
+    def detail() -> str:
+        row = Stream.objects.get(pk=stream.pk)
+        error = StreamError.objects.filter(stream=stream).order_by("-pk").first()
+        return f"stream {row.name}: {row.state} ({row.state_reason}); last error: {error and error.message}"
+
+    return detail
+
+
+def housekeeping_runs(pipeline, task: str, event: str) -> int:
+    """Return how many times the housekeeping workers logged `task` `event` (received, succeeded)."""
+    text = "".join(log.read_text() for log in sorted(pipeline.logs.glob("hk*.log")))
+    return len(re.findall(rf"{task}\[[^\]]+\] {event}", text))
+
+
 @pytest.fixture(scope="module")
 def worker(pipeline):
     """Run one worker and beat for the module's tests."""
@@ -127,7 +149,7 @@ def test_killed_workers_lose_nothing_and_watermarks_never_move_back(pipeline, si
             for pk, wm in watermarks(stream).items():
                 assert wm >= seen.get(pk, wm), "a watermark moved backwards"
                 seen[pk] = wm
-            time.sleep(0.05)
+            time.sleep(0.05)  # sampling watermarks until a random kill moment: not a wait for a state
         pipeline.kill(current)
         current = pipeline.worker("crashy")
     wait_until_finished(wait_for, stream, timeout=150)
@@ -171,7 +193,7 @@ def test_duplicate_reads_on_two_workers_never_share_a_lease(pipeline, sim, worke
         "    open_ = Partition.objects.filter(stream__name='dupes').exclude(state='FINISHED')\n"
         "    ids = list(open_.values_list('pk', flat=True))\n"
         "    [t.delay(pk) for pk in ids for _ in range(3)]\n"
-        "    time.sleep(0.3)\n"
+        "    time.sleep(0.3)\n"  # pacing the duplicates over the reads' life: not a wait for a state
     )
     pipeline.manage("shell", "-c", script)
     wait_until_finished(wait_for, stream)
@@ -201,10 +223,19 @@ def test_pause_drains_then_resume_finishes_with_nothing_lost(pipeline, sim, work
     # when it is paused
     pipeline.manage("cdc_stream", "pause", "pausing")
     # then it drains and pauses with no lease held, and reading stops
-    wait_for("PAUSED", lambda: Stream.objects.get(pk=stream.pk).state == S.PAUSED, timeout=30)
+    wait_for("PAUSED", in_state(stream, S.PAUSED), timeout=90, detail=state_of(stream))
     assert not Partition.objects.filter(stream=stream, lease_expires_at__gt=timezone.now()).exists()
-    before = watermarks(stream)
-    time.sleep(2)
+    # and stays still for at least 2 s and two of beat's scheduling passes that began after
+    # the pause (each could re-queue a read): on a loaded machine 2 s alone may see none
+    before, began = watermarks(stream), time.monotonic()
+    received = housekeeping_runs(pipeline, "schedule_partitions_task", "received")
+    wait_for(
+        "2 s and two scheduling passes after the pause",
+        lambda: (
+            time.monotonic() - began >= 2
+            and housekeeping_runs(pipeline, "schedule_partitions_task", "succeeded") >= received + 2
+        ),
+    )
     assert watermarks(stream) == before
     assert Stream.objects.get(pk=stream.pk).transitions.filter(to_state=S.DRAINING).exists()
     # when it is resumed, it runs again and finishes with nothing lost
@@ -264,11 +295,18 @@ def test_start_older_than_retention_fails_permanently_and_recovers_from_now(pipe
     assert "INVALID_ARGUMENT" in stream.state_reason
     assert StreamError.objects.filter(stream=stream, kind="permanent").exists()
     # when it is recovered from now, it runs again
+    # (generous deadlines: a start task and its first query wait behind the other tests'
+    # work on a loaded 2-core machine; a quick run returns at once)
     pipeline.manage("cdc_stream", "recover", "too-old", "--strategy", "now")
-    wait_for("RUNNING", lambda: Stream.objects.get(pk=stream.pk).state == S.RUNNING, timeout=30)
-    wait_for("a partition read", lambda: Partition.objects.filter(stream=stream, state=P.RUNNING).exists())
+    wait_for("RUNNING after recover", in_state(stream, S.RUNNING), timeout=120, detail=state_of(stream))
+    wait_for(
+        "a partition read after recover",
+        lambda: Partition.objects.filter(stream=stream, state=P.RUNNING).exists(),
+        timeout=120,
+        detail=state_of(stream),
+    )
     pipeline.manage("cdc_stream", "pause", "too-old")
-    wait_for("PAUSED", lambda: Stream.objects.get(pk=stream.pk).state == S.PAUSED, timeout=30)
+    wait_for("PAUSED", in_state(stream, S.PAUSED), timeout=90, detail=state_of(stream))
 
 
 def test_lag_is_sampled_while_streams_run(pipeline):

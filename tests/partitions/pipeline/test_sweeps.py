@@ -13,16 +13,9 @@ from partitions.pipeline import scheduling, starting, sweeps
 from partitions.sources.base import NewPartition
 from streams import actions
 from streams.models import Stream
-from tests.factories import RecordingQueue
 
 S = Stream.State
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def queued():
-    """Return a queue that records what the services send, instead of a broker."""
-    return RecordingQueue()
 
 
 def starting_since(make_stream, name: str, seconds: float, claimed_for: float | None = None) -> Stream:

@@ -18,17 +18,11 @@ from partitions.sources.spanner_change_stream.read import ChangeStreamRead
 from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect
 from streams.models import Stream, StreamError
 from streams.transitions import transition
-from tests.factories import RecordingQueue, make_stream
+from tests.factories import make_stream
 from tests.partitions.pipeline.fake_spanner import DATABASE, FakeSpanner
 
 P, S = Partition.State, Stream.State
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def queued():
-    """Return a queue that records the reads the services ask for, instead of a broker."""
-    return RecordingQueue()
 
 
 def running_stream(simulator, start, heartbeat_ms=1000, window=5) -> Stream:

@@ -179,11 +179,25 @@ def test_bad_queries_are_refused_like_spanner(
         reader.rows(database, dialect, ago(start_ago), None, token, stream=stream)
 
 
+def steady_partition(simulator, start: datetime, end: datetime) -> str:
+    """Return the token of a partition live from start until after end: no split or merge ends it sooner.
+
+    The topology is a function of time, so its future is known. Any partition live now
+    could have begun less than a second ago (a query from before its start is refused)
+    or end within the window (the query then ends early, with the children).
+    """
+    simulator.topology.ensure(to_us(end) + 1_000_000)
+    for part in simulator.topology.live_at(to_us(start)):
+        if part.start_us <= to_us(start) and (part.end_us is None or part.end_us > to_us(end) + 500_000):
+            return part.token
+    raise AssertionError(f"no partition lives through {start} - {end}")
+
+
 def test_live_query_releases_records_as_the_clock_reaches_them(simulator, reader):
-    # given a partition live now, read from one second ago to two seconds ahead
+    # given a partition live through the window, read from one second ago to two seconds ahead
     now = datetime.now(UTC)
-    token = simulator.topology.live_at(to_us(now))[0].token
     start, end = now - timedelta(seconds=1), now + timedelta(seconds=2)
+    token = steady_partition(simulator, start, end)
     # when the query runs
     rows = reader.rows("demo-db", GSQL, start, end, token, 1000)
     # then it took until the end time and heartbeats kept coming while idle
@@ -192,10 +206,10 @@ def test_live_query_releases_records_as_the_clock_reaches_them(simulator, reader
 
 
 def test_live_query_stays_open_until_its_end_even_with_no_heartbeat_due(simulator, reader):
-    # given a partition live now, read to two seconds ahead with heartbeats far apart
+    # given a partition live through the window, read to two seconds ahead with heartbeats far apart
     now = datetime.now(UTC)
-    token = simulator.topology.live_at(to_us(now))[0].token
     end = now + timedelta(seconds=2)
+    token = steady_partition(simulator, now - timedelta(seconds=1), end)
     # when the query runs
     reader.rows("demo-db", GSQL, now - timedelta(seconds=1), end, token, 10_000)
     # then it ended only once the clock reached its end, as Spanner's does: a reader

@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -71,14 +70,20 @@ def test_rows_share_commit_timestamps_often_and_updates_restamp_a_key_later():
     assert not earlier.visible_at(update.ts_us, history.update_after_us)
 
 
-def test_a_poll_sees_rows_only_up_to_its_read_timestamp(simulator):
+def test_a_poll_sees_rows_only_up_to_its_read_timestamp(simulator, wait_for):
     # given the live table
     database = make_client(simulator.port).instance("i").database("demo-db")
     after = datetime.now(UTC) - timedelta(seconds=3)
-    # when it is polled now and again a little later
+    # when it is polled now and again once rows were committed after that first read
     first, read_at = poll(database, after)
-    time.sleep(1.2)
-    second, later = poll(database, after)
+
+    def poll_past_first():
+        rows, at = poll(database, after)
+        return (rows, at) if rows and max(row[5] for row in rows) > read_at else None
+
+    second, later = wait_for(
+        "a poll with rows committed after the first one's read", poll_past_first, timeout=30
+    )
     # then each poll returned rows committed up to its read timestamp, and later rows appeared later
     assert first
     assert all(after < row[5] <= read_at for row in first)
@@ -87,12 +92,12 @@ def test_a_poll_sees_rows_only_up_to_its_read_timestamp(simulator):
     assert [row[:2] for row in first] == [row[:2] for row in second][: len(first)]
 
 
-def test_an_explicit_begin_returns_the_read_timestamp_every_query_then_reads_at(simulator):
+def test_an_explicit_begin_returns_the_read_timestamp_every_query_then_reads_at(simulator, wait_for):
     database = make_client(simulator.port).instance("i").database("demo-db")
     with database.snapshot(multi_use=True) as snapshot:
         snapshot.begin()
         read_at = snapshot._transaction_read_timestamp
-        time.sleep(0.3)
+        wait_for("rows committed after the read timestamp", lambda: poll(database, read_at)[0], timeout=30)
         params = {"after": read_at - timedelta(seconds=5), "limit": 10_000}
         types = {"after": param_types.TIMESTAMP, "limit": param_types.INT64}
         rows = list(snapshot.execute_sql(POLL, params=params, param_types=types))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -101,21 +100,21 @@ def test_live_changes_are_released_as_the_clock_reaches_them(bigtable_source):
     assert read.watermark >= now
 
 
-def test_close_cancels_an_open_ended_read(idle_simulator):
-    # given an open-ended read of an idle partition, consumed in another thread
+def test_close_cancels_an_open_ended_read(idle_simulator, wait_for):
+    # given an open-ended read of an idle partition, consumed in another thread, open on the server
     source = source_for(idle_simulator)
     (root,) = source.roots(datetime.now(UTC), None, FAST_HEARTBEATS)
+    calls = len(idle_simulator.reads())
     read = source.read(_state(root), None, FAST_HEARTBEATS)
     consumer = threading.Thread(target=lambda: list(read))
     consumer.start()
-    time.sleep(0.6)
+    reads = idle_simulator.reads
+    wait_for("the server to serve the read", lambda: len(reads()) > calls and reads()[-1].status == "RUNNING")
     # when the read is closed (twice: it is safe)
     read.close()
     read.close()
     # then the consumer's iteration ends promptly and the server saw the call cancelled
     consumer.join(timeout=2)
     assert not consumer.is_alive()
-    deadline = time.monotonic() + 2
-    while idle_simulator.reads()[-1].status == "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert idle_simulator.reads()[-1].status == "CANCELLED"
+    wait_for("the server to see the call end", lambda: reads()[-1].status != "RUNNING", timeout=30)
+    assert reads()[-1].status == "CANCELLED"

@@ -69,7 +69,7 @@ def poll_to_end(
     run, stop_at = Run(), time.monotonic() + deadline_s
     while due:
         token = min(due, key=due.get)
-        time.sleep(max(0.0, due[token] - time.monotonic()))
+        time.sleep(max(0.0, due[token] - time.monotonic()))  # the poll interval, as the pipeline keeps it
         assert time.monotonic() < stop_at, f"partitions not ended in time: {sorted(due)}"
         state = states[token]
         read = source.read(state, end, options)
