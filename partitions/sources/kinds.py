@@ -56,6 +56,9 @@ class SourceKind(ABC):
     settings: tuple[Setting, ...]
     # Why streams of this kind cannot be created or started ("" when they can).
     unavailable: str = ""
+    # Whether the source runs the stream (WatchedKind): streams/, which cannot import this
+    # module, asks this rather than the class.
+    watched: bool = False
 
     @abstractmethod
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +147,8 @@ class ReadKind(SourceKind):
 
 class WatchedKind(SourceKind):
     """A kind whose streams the source runs; cdcweb watches and operates them."""
+
+    watched = True
 
     @abstractmethod
     def connect(self, values: dict[str, Any]) -> Any:

@@ -1,4 +1,4 @@
-"""Kinds whose pipeline is not finished (Bigtable, Datastream) are refused, with a reason, everywhere
+"""Kinds whose pipeline is not finished (Bigtable) are refused, with a reason, everywhere
 a stream is created: the API, the admin and the CLI."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from partitions.sources import KINDS
 from streams.models import Stream
 
 pytestmark = pytest.mark.django_db
-UNAVAILABLE = ["bigtable", "datastream"]
+UNAVAILABLE = ["bigtable"]
 
 
-def test_only_the_spanner_kinds_can_be_created_today():
+def test_only_the_spanner_kinds_and_datastream_can_be_created_today():
     assert sorted(name for name, kind in KINDS.items() if not kind.unavailable) == [
+        "datastream",
         "spanner_change_stream",
         "spanner_commit_timestamp",
     ]
