@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from streams.roles import OPERATORS, VIEWERS, ensure_roles
 from tests.api.support import django_db_setup, token_for  # noqa: F401 - PostgreSQL when CDC_TEST_DATABASE_URL is set
+from tests.factories.datastream import at_sim, ds_watch_sim, pick  # noqa: F401 - watched streams
 from tests.factories.lineage import make_stream
 
 ROLES = ("anonymous", "viewer", "operator", "superuser")
