@@ -5,8 +5,9 @@ Run as ``python -m cdcweb.demo``. It migrates the database, creates an admin use
 streams on the simulator (the change streams of GoogleSQL demo-db and PostgreSQL
 demo-pg, and demo-db's ShardedEvents table watched by its commit-timestamp column over
 19 shards, each starting 30 minutes in the past so there is a backlog to catch up),
-starts them, and then runs
-the Procfile under honcho: simulator, Celery workers, beat and the web server. The
+starts them, registers two Datastream streams of the Datastream simulator (watched, not
+read: they move through every state in a 10-minute cycle), and then runs
+the Procfile under honcho: simulators, Celery workers, beat and the web server. The
 database is the embedded PostgreSQL in CDC_VAR_DIR/postgres (cdcweb/embedded_db.py),
 started first; Ctrl-C stops every process, then the database.
 """
@@ -25,6 +26,9 @@ from cdcweb import embedded_db
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMULATOR_PORT = 9010
+DATASTREAM_PORT = 9011
+# The Datastream simulator's two streams (Procfile: --streams 2), watched by beat once it runs.
+DEMO_DATASTREAM = ("stream-000", "stream-001")
 ADMIN_USER = "admin"
 DEMO_STREAMS = (
     ("demo-orders", "demo-db", "googlesql"),
@@ -67,6 +71,9 @@ def prepare_environment() -> dict[str, str]:
     ensure_secret_key(Path(os.environ.get("CDC_VAR_DIR", str(ROOT / "var"))).resolve())
     os.environ.setdefault("SPANNER_EMULATOR_HOST", f"127.0.0.1:{SIMULATOR_PORT}")
     os.environ.setdefault("SPANNER_DISABLE_BUILTIN_METRICS", "true")
+    datastream = f"127.0.0.1:{DATASTREAM_PORT}"
+    os.environ.setdefault("DATASTREAM_API_ENDPOINT", datastream)
+    os.environ.setdefault("MONITORING_API_ENDPOINT", datastream)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     # The Procfile's commands (python, celery) must be the venv's.
     bin_dir = str(Path(sys.executable).parent)
@@ -121,6 +128,24 @@ def ensure_streams() -> list[str]:
     return done
 
 
+def ensure_datastream_streams() -> list[str]:
+    """Register the Datastream simulator's two streams to watch, once; beat fills in the rest."""
+    from django.core.management import call_command
+
+    from streams.models import Stream
+
+    done = []
+    for stream_id in DEMO_DATASTREAM:
+        name = f"demo-datastream-{stream_id.rsplit('-', 1)[-1]}"
+        if not Stream.objects.filter(name=name).exists():
+            call_command(
+                "cdc_stream", "create", name, "--kind", "datastream", "--project", "demo-project",
+                "--location", "us-central1", "--stream-id", stream_id,
+            )  # fmt: skip
+            done.append(f"created {name}")
+    return done
+
+
 # A few example rules, so a new user sees what alerts look like (no channel: they show on
 # /alerts/ only; add a webhook, Slack or email channel to send them).
 DEMO_RULES = (
@@ -158,6 +183,7 @@ def banner(password: str | None) -> str:
         "  admin:     http://127.0.0.1:8000/admin/\n"
         f"  user:      {ADMIN_USER}\n  {secret}\n"
         f"  simulator: {os.environ['SPANNER_EMULATOR_HOST']} (databases demo-db, demo-pg)\n"
+        f"  datastream: {os.environ['DATASTREAM_API_ENDPOINT']} (streams {', '.join(DEMO_DATASTREAM)})\n"
         "  stop:      Ctrl-C\n"
     )
 
@@ -178,7 +204,7 @@ def main() -> None:
     env["CDC_DEMO_EPOCH"] = simulator_epoch(var_dir)
     env["CDC_DEMO_PORT"] = str(SIMULATOR_PORT)
     password = ensure_admin()
-    for line in [*ensure_streams(), *ensure_alert_rules()]:
+    for line in [*ensure_streams(), *ensure_datastream_streams(), *ensure_alert_rules()]:
         print(f"  {line}")
     print(banner(password), flush=True)
     sys.exit(run_procfile(env, var_dir))

@@ -40,3 +40,18 @@ def test_the_demo_ships_example_alert_rules_once():
     assert all(rule.stream is None and rule.enabled for rule in rules)  # every stream
     assert all(not rule_errors(r.kind, r.for_minutes, r.retention_hours) for r in rules)  # valid as saved
     assert demo.ensure_alert_rules() == []  # a restarted demo adds none
+
+
+def test_the_demo_watches_two_datastream_streams_once():
+    done = demo.ensure_datastream_streams()
+    assert done == ["created demo-datastream-000", "created demo-datastream-001"]
+    streams = Stream.objects.filter(source_kind="datastream").order_by("name")
+    assert [s.connection["stream_id"] for s in streams] == ["stream-000", "stream-001"]
+    assert demo.ensure_datastream_streams() == []
+
+
+def test_the_procfile_serves_the_demos_datastream_streams():
+    procfile = (demo.ROOT / "Procfile").read_text()
+    line = next(line for line in procfile.splitlines() if line.startswith("datastream:"))
+    assert f"--streams {len(demo.DEMO_DATASTREAM)}" in line
+    assert str(demo.DATASTREAM_PORT) in line
