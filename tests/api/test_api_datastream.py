@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from partitions.watch.importing import import_streams
+from partitions.watch.polling import poll_watched
 from streams.models import Stream, StreamOperation
 from tests.factories.datastream import LOCATION, PROJECT
 
@@ -125,3 +126,20 @@ def test_errors_carry_datastreams_uuid_and_details(operator, at_sim, pick):
     errors = operator.get(f"/api/v1/streams/{stream.pk}/errors/").json()["results"]
     assert len(errors) == 2
     assert all(e["uuid"] and isinstance(e["details"], dict) for e in errors)
+
+
+def test_deleting_a_watched_stream_stops_watching_it_in_any_state(operator, at_sim, pick):
+    # given a running watched stream, polled once
+    stream = _watched(pick, "RUNNING")
+    poll_watched()
+    # when it is deleted, with no word about data (cdcweb landed none)
+    answer = operator.delete(f"/api/v1/streams/{stream.pk}/")
+    # then it is gone, beat polls it no more, and Datastream was not asked to change it
+    assert answer.status_code == 204, answer.content
+    mark = at_sim.mark()
+    assert poll_watched().streams == 0
+    assert at_sim.requests(since=mark) == []
+    assert (
+        at_sim.world.streams[f"{at_sim.config.parent}/streams/{stream.name}"].moment(at_sim.clock.now()).state
+        == "RUNNING"
+    )
