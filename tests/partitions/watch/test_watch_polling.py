@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from partitions.models import LagSample, Partition, WatchedStream
+from partitions.progress import progress
 from partitions.watch.importing import import_streams
 from partitions.watch.polling import poll_watched
 from streams.models import Stream, StreamError
@@ -121,3 +122,18 @@ def test_a_stream_deleted_in_datastream_says_so_once(at_sim, pick):
     assert errors[0].code == "NOT_FOUND"
     assert "could not poll" in errors[0].message
     assert "NOT_FOUND" in WatchedStream.objects.get(stream=stream).poll_failure
+
+
+def test_the_read_model_gives_a_watched_stream_the_sources_lag_not_its_objects(at_sim, pick):
+    # given a running watched stream whose objects (backfilled long ago) are partitions
+    stream = import_streams(PROJECT, LOCATION, pick("RUNNING")).created[0]
+    poll_watched(objects=True)
+    # when the read model (pages, API, CLI, /metrics) is asked how it is doing
+    found = progress(stream)
+    # then its lag is Datastream's freshness and its records the events counted
+    watched = WatchedStream.objects.get(stream=stream)
+    assert found.lag_seconds == watched.freshness_seconds is not None
+    assert found.data_records == watched.events_total > 0
+    assert found.low_watermark is None
+    assert found.holding_partition_id is None
+    assert found.partitions == Partition.objects.filter(stream=stream).count() > 0
