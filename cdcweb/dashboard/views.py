@@ -64,7 +64,12 @@ def _panel_context(request, stream: Stream) -> dict:
     context = {"stream": stream, "s": summary, "holder": holder, "can_operate": operate}
     if kinds.watched(stream.source_kind):
         available = watched.available_actions(stream, summary["watched"])
-        context.update(watched=summary["watched"], operations=watched.operations_of(stream), holder=None)
+        context.update(
+            watched=summary["watched"],
+            operations=watched.operations_of(stream),
+            objects=watched.objects_of(stream) if operate else [],
+            holder=None,
+        )
     else:
         available = {a: stream.state in allowed_from(a) for a in ACTIONS}
     return {**context, "available": available if operate else {}}
@@ -150,6 +155,25 @@ def stream_action(request, pk: int, action: str):
     else:
         done = SENT.format(action=action.capitalize()) if kinds.watched(stream.source_kind) else DONE[action]
         messages.success(request, done.format(state=stream.state))
+    return redirect(reverse("stream-detail", args=[pk]))
+
+
+@login_required
+@require_POST
+def stream_backfill(request, pk: int):
+    """Start or stop the backfill of one object of a watched stream, then show the page."""
+    if not can_operate(request.user):
+        raise PermissionDenied("only operators may act on streams")
+    stream = get_object_or_404(Stream, pk=pk)
+    what, object_id = request.POST.get("what", ""), request.POST.get("object", "").strip()
+    try:
+        actions.backfill(stream, object_id, what, by=request.user.get_username())
+    except (TransitionNotAllowed, actions.InvalidAction) as refused:
+        messages.error(request, str(refused))
+    else:
+        messages.success(
+            request, f"Backfill {what} of {object_id} sent to Datastream: its progress shows below."
+        )
     return redirect(reverse("stream-detail", args=[pk]))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from partitions.models import LagSample, WatchedStream
+from partitions.models import LagSample, Partition, WatchedStream
 from partitions.sources import KINDS
 from partitions.sources.datastream.states import allowed_actions, retention_risk
 from streams.models import Stream, StreamOperation
@@ -71,3 +71,9 @@ def available_actions(stream: Stream, row: WatchedStream | None) -> dict[str, bo
 def operations_of(stream: Stream) -> list[StreamOperation]:
     """Return the stream's latest operations, newest first."""
     return list(stream.operations.all()[:OPERATIONS_SHOWN])
+
+
+def objects_of(stream: Stream) -> list[tuple[str, str, str]]:
+    """Return (object ID, table, backfill state) of each object of the stream, for the backfill form."""
+    rows = Partition.objects.filter(stream=stream).order_by("label").values_list("token", "label", "cursor")
+    return [(token, label, (cursor or {}).get("backfill_state", "")) for token, label, cursor in rows]

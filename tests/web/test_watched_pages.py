@@ -66,3 +66,38 @@ def test_maintenance_unsupported_events_and_retention_are_warned(client, viewer,
     assert "12 unsupported events" in html
     assert "of the source&#x27;s 1 h log retention" in html
     assert "data-open-dialog" not in html
+
+
+def test_an_operator_starts_an_objects_backfill_from_the_page(client, operator, at_sim, pick):
+    # given a running watched stream whose objects beat has read
+    stream = import_streams(PROJECT, LOCATION, pick("RUNNING")).created[0]
+    poll_watched(objects=True)
+    client.force_login(operator)
+    html = _page(client, stream)
+    assert 'id="backfill-form"' in html
+    object_id = stream.partitions.order_by("label").first().token
+    # when they start its backfill, then the operation is sent and listed
+    answer = client.post(
+        reverse("stream-backfill", args=[stream.pk]), {"object": object_id, "what": "start"}, follow=True
+    )
+    assert f"Backfill start of {object_id} sent to Datastream" in answer.content.decode()
+    operation = stream.operations.get()
+    assert (operation.action, operation.target) == ("start_backfill", object_id)
+
+
+def test_a_bad_backfill_request_is_a_message_and_viewers_cannot_ask(client, operator, viewer, at_sim, pick):
+    stream = import_streams(PROJECT, LOCATION, pick("RUNNING")).created[0]
+    client.force_login(viewer)
+    assert "backfill-form" not in _page(client, stream)
+    assert (
+        client.post(
+            reverse("stream-backfill", args=[stream.pk]), {"object": "x", "what": "start"}
+        ).status_code
+        == 403
+    )
+    client.force_login(operator)
+    answer = client.post(
+        reverse("stream-backfill", args=[stream.pk]), {"object": "x", "what": "explode"}, follow=True
+    )
+    assert "&#x27;start&#x27; or &#x27;stop&#x27;" in answer.content.decode()
+    assert not stream.operations.exists()
