@@ -2,7 +2,7 @@
 
 The production layout on the embedded defaults (SQLite, the filesystem broker): the
 simulator as a subprocess (20 transactions/s, a split and a merge every 60 s), one
-read worker as the Procfile's `reader` (a pool of 128 threads), the housekeeping worker
+read worker as the Procfile's `reader` (its pool of CDC_READ_THREADS threads), the housekeeping worker
 and beat, every setting at its default except the stream's heartbeat. A stream starts
 a minute back, catches up, and is then measured for `--minutes`:
 
@@ -88,7 +88,10 @@ class Bench:
         grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{self.port}")).result(timeout=60)
 
     def workers(self) -> None:
-        for name, queues, threads in (("reader", "urgent,celery", 128), ("housekeeping", "housekeeping", 4)):
+        for name, queues, threads in (
+            ("reader", "urgent,celery", int(os.environ.get("CDC_READ_THREADS", "32"))),
+            ("housekeeping", "housekeeping", 4),
+        ):
             self.procs.spawn(name, CELERY, "-A", "cdcweb", "worker", "-l", "INFO", "-Q", queues, "--pool",
                              "threads", "-c", str(threads), "-n", f"{name}@%h")  # fmt: skip
         self.procs.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING")
@@ -197,7 +200,7 @@ def main() -> None:
 def report(args, caught_up, latencies, ages, samples, anchor) -> None:
     hb = args.heartbeat_ms / 1000
     print(f"\nfreshness at the live edge: heartbeat {hb:g} s, {args.minutes:g} min measured, simulator"
-          " at 20 tps, a split and a merge a minute; one reader (128 threads)")  # fmt: skip
+          " at 20 tps, a split and a merge a minute; one reader (the Procfile's threads)")  # fmt: skip
     print(f"  caught up from 1 min back in {caught_up:.1f} s")
     print(f"  commit -> checkpoint, {len(latencies)} records: p50 {percentile(latencies, 0.5):.2f} s,"
           f" p90 {percentile(latencies, 0.9):.2f} s, p99 {percentile(latencies, 0.99):.2f} s,"

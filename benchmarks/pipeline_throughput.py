@@ -1,7 +1,7 @@
 """Pipeline throughput: catch-up into the landing zone plus checkpoints, with real Celery workers.
 
 For 1 and 2 read workers (each as the Procfile's `reader`: `celery -A cdcweb worker
--Q urgent,celery --pool threads -c 128`, BENCH_READ_THREADS to change it, beside one
+-Q urgent,celery --pool threads -c 32`, BENCH_READ_THREADS to change it, beside one
 housekeeping worker), a stream over a backlog of the simulator (a subprocess, over
 gRPC) is read to its end timestamp:
 
@@ -128,7 +128,7 @@ def catch_up(bench: Bench, name: str, start: datetime, workers: int) -> dict:
         "--database", "demo-db", "--change-stream", "Changes", "--start", start.isoformat(),
         "--end", end.isoformat(), "--window-seconds", str(bench.args.window),
     )  # fmt: skip
-    threads = os.environ.get("BENCH_READ_THREADS", "128")  # the Procfile's reader
+    threads = os.environ.get("BENCH_READ_THREADS", "32")  # the Procfile's reader
     procs = [bench.spawn(f"{name}-w{i}", CELERY, "-A", "cdcweb", "worker", "-Q", "urgent,celery",
                          "--pool", "threads", "-c", threads, "-l", "INFO", "-n", f"{name}{i}@%h",
                          "--without-gossip", "--without-mingle", "--without-heartbeat")

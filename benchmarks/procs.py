@@ -38,6 +38,11 @@ class Processes:
         subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
 
+    def run_module(self, module: str, *args: str) -> None:
+        """Run `python -m module args` to its end (output discarded)."""
+        subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=self.env, check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
     def stop(self, timeout: float = 30) -> None:
         """SIGTERM every leader, then SIGKILL the process group of any still running after timeout.
 

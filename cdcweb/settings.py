@@ -338,6 +338,9 @@ CDC_LEASE_SECONDS = env_int("CDC_LEASE_SECONDS", 60)
 # every this many seconds if that is longer: the live edge within seconds, one database
 # write per partition per interval whatever the record rate (partitions.pipeline.window.checkpoint_seconds).
 CDC_CHECKPOINT_SECONDS = env_float("CDC_CHECKPOINT_SECONDS", 2.0)
+# A live read (partitions/pipeline/live.py) lands and stores a record within this long of
+# receiving it, whatever the interval above: a checkpoint waits at most this for records.
+CDC_CHECKPOINT_DATA_SECONDS = env_float("CDC_CHECKPOINT_DATA_SECONDS", 0.5)
 CDC_MAX_CONSECUTIVE_FAILURES = env_int("CDC_MAX_CONSECUTIVE_FAILURES", 3)
 CDC_RETRY_BACKOFF_MAX = env_int("CDC_RETRY_BACKOFF_MAX", 60)
 CDC_STALL_HEARTBEATS = env_int("CDC_STALL_HEARTBEATS", 6)
@@ -456,11 +459,10 @@ CELERY_TASK_ACKS_LATE = True
 # Four queues, served by separate worker processes in production (Procfile, docs):
 # - "urgent" and "celery": reads. A child's first read goes to "urgent" so it does not
 #   wait behind every other partition's next window (goal: p95 <= 1 s from its last
-#   parent finishing to it running). A read at the live edge holds its worker thread
-#   for its whole window, so the read worker runs a pool of threads (one per live
-#   partition), not processes: CDC_READ_THREADS (128 in the Procfile) must exceed the
-#   live partitions of every stream together, or the ones beyond wait for a thread (the
-#   demo's three streams keep 53 live; at 32 threads their lag climbed to 30-50 s).
+#   parent finishing to it running). The read worker runs a pool of threads
+#   (CDC_READ_THREADS, 32 in the Procfile) for windows that catch up; a read that
+#   reaches the live edge leaves the pool for a thread of its own (partitions/pipeline/
+#   live.py), so the pool's size does not bound how many live partitions a host follows.
 # - "housekeeping": beat's scheduling, lag samples, stall checks and sweeps, and the
 #   start and drain tasks. Its own worker, so that no read backlog delays them.
 # - "reports": Spark jobs, which run for minutes; their own worker too.

@@ -48,7 +48,8 @@ class Progress:
         return Progress(start=self.watermark, watermark=self.watermark)
 
 
-def _apply(locked: Partition, progress: Progress, now: datetime, keep_lease: bool) -> None:
+def apply_progress(locked: Partition, progress: Progress, now: datetime, keep_lease: bool) -> None:
+    """Apply a checkpoint to its locked row: never backwards; ending it stores its children."""
     if progress.watermark > locked.watermark:  # never backwards
         locked.watermark = progress.watermark
         locked.last_progress_at = now
@@ -85,7 +86,7 @@ def save_progress(partition_id: int, owner: str, progress: Progress, keep_lease:
         locked = rows.annotate(db_now=Now()).filter(pk=partition_id, lease_owner=owner).first()
         if locked is None or locked.state == P.FINISHED:
             return None
-        _apply(locked, progress, locked.db_now, keep_lease)
+        apply_progress(locked, progress, locked.db_now, keep_lease)
         locked.save()
         mark_stream_healthy(locked.stream_id)
     return locked
@@ -93,22 +94,26 @@ def save_progress(partition_id: int, owner: str, progress: Progress, keep_lease:
 
 def mark_stream_healthy(stream_id: int) -> None:
     """Reset the failure count after a good read, and bring a FAILED stream back to RUNNING."""
+    mark_streams_healthy({stream_id})
+
+
+def mark_streams_healthy(stream_ids: set[int]) -> None:
+    """Reset the streams' failure counts after good reads, and bring FAILED ones back to RUNNING."""
     # Every checkpoint passes here: one read in the usual case (no failures, not FAILED).
-    state, failures = Stream.objects.values_list("state", "consecutive_failures").get(pk=stream_id)
-    if failures:
-        Stream.objects.filter(pk=stream_id, consecutive_failures__gt=0).update(consecutive_failures=0)
-    if state != Stream.State.FAILED:
-        return
-    stream = Stream.objects.get(pk=stream_id)
-    # Suppressed: another reader may have brought it back first.
-    with contextlib.suppress(TransitionNotAllowed):
-        transition(
-            stream,
-            Stream.State.RUNNING,
-            by="partitions.pipeline.tasks.read_partition_task",
-            reason="a retry succeeded",
-            next_retry_at=None,
-        )
+    rows = list(Stream.objects.filter(pk__in=stream_ids).values_list("pk", "state", "consecutive_failures"))
+    failing = [pk for pk, _, failures in rows if failures]
+    if failing:
+        Stream.objects.filter(pk__in=failing, consecutive_failures__gt=0).update(consecutive_failures=0)
+    for stream in Stream.objects.filter(pk__in=[pk for pk, state, _ in rows if state == Stream.State.FAILED]):
+        # Suppressed: another reader may have brought it back first.
+        with contextlib.suppress(TransitionNotAllowed):
+            transition(
+                stream,
+                Stream.State.RUNNING,
+                by="partitions.pipeline.tasks.read_partition_task",
+                reason="a retry succeeded",
+                next_retry_at=None,
+            )
 
 
 def count_failure(stream_id: int) -> int:

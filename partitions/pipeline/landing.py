@@ -25,6 +25,13 @@ from pyarrow import fs as pafs
 
 from partitions.sources.landing import LANDING_SCHEMA, legacy_stream_dir, stream_dir
 
+# Live reads land from hundreds of threads at once, and pyarrow's default pool (mimalloc
+# or jemalloc) keeps memory per thread: a reader following 500 live partitions held
+# 1.3 GiB against 0.4 GiB with the C library's allocator (docs/benchmarks.md, issue 22).
+# ARROW_DEFAULT_MEMORY_POOL, when set, still chooses.
+if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+    pa.set_memory_pool(pa.system_memory_pool())
+
 
 def partition_hash(token: str) -> str:
     """Return a short, stable, file-name-safe digest of a partition token."""

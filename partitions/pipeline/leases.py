@@ -16,15 +16,13 @@ the process's ``KEEPER`` renews its lease every third of a lease, whatever the r
 
 from __future__ import annotations
 
-import functools
 import logging
-import operator
 import threading
 import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce, Now
 
@@ -182,10 +180,14 @@ class Keeper:
             held = dict(self._held)
         if not held:
             return 0
-        mine = functools.reduce(operator.or_, (Q(pk=pk, lease_owner=owner) for pk, owner in held.items()))
-        rows = Partition.objects.filter(mine).exclude(state=P.FINISHED)
-        rows.update(lease_expires_at=expiry())
-        renewed = dict(rows.values_list("pk", "lease_expires_at"))
+        with transaction.atomic():
+            # Locked in id order, as the checkpoint writer locks them (batch.py): one
+            # UPDATE over thousands of rows in scan order deadlocked with it.
+            rows = Partition.objects.select_for_update(no_key=True).filter(pk__in=held).order_by("pk")
+            locked = rows.exclude(state=P.FINISHED).values_list("pk", "lease_owner")
+            mine = [pk for pk, owner in locked if held[pk] == owner]
+            Partition.objects.filter(pk__in=mine).update(lease_expires_at=expiry())
+            renewed = dict(Partition.objects.filter(pk__in=mine).values_list("pk", "lease_expires_at"))
         for pk, expires in renewed.items():
             log_lease("renew", pk, held[pk], expires)
         still = set(renewed)

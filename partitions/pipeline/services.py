@@ -18,18 +18,21 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import DatabaseError
 
 from partitions.models import Partition
 from partitions.sources.base import SourceError
 from streams.models import Stream
 
-from . import leases, scheduling
+from . import leases, readers, scheduling
 from .failures import handle_read_error, handle_unexpected_error
 from .leases import log_lease
+from .live import LiveReads
 from .queue import Queue
-from .window import Outcome, read_window, stream_reads_on
+from .window import Outcome, read_window, stream_reads_on, window_end
 
 log = logging.getLogger(__name__)
 P = Partition.State
@@ -52,8 +55,14 @@ class Attempt:
         return f"{self.task_id}." if self.task_id and self.retries else ""
 
 
-def read_next_window(partition: Partition, queue: Queue, attempt: Attempt | None = None) -> str:
+def read_next_window(
+    partition: Partition, queue: Queue, attempt: Attempt | None = None, live: LiveReads | None = None
+) -> str:
     """Read the partition's next window if we win its lease; return what happened.
+
+    With `live` (the worker's), a partition whose next read reaches the live edge is handed
+    to a live read of its own, which reads on window after window (live.py); otherwise the
+    window is read here, in the caller's thread.
 
     A database error of our own (the checkpoint already retried it for a lease) is not
     the source's: it is raised for the task's retry, which takes this attempt's lease
@@ -67,6 +76,8 @@ def read_next_window(partition: Partition, queue: Queue, attempt: Attempt | None
     partition.refresh_from_db()
     log_lease("start", partition.pk, owner, partition.lease_expires_at)
     stream = Stream.objects.get(pk=partition.stream_id)
+    if live is not None and at_live_edge(partition, stream) and live.adopt(partition, stream, owner, queue):
+        return "live"
     try:
         outcome = read_window(stream, partition, owner)
     except SourceError as error:
@@ -90,6 +101,21 @@ def read_next_window(partition: Partition, queue: Queue, attempt: Attempt | None
         scheduling.maybe_finish_stream(stream)
         return "finished"
     return _continue_or_stop(stream, outcome, owner, queue)
+
+
+def at_live_edge(partition: Partition, stream: Stream) -> bool:
+    """Return whether the partition's next read reaches the live edge (a poll always does).
+
+    The database's clock is the lease's: take() has just set its expiry one lease from now.
+    """
+    try:
+        end = window_end(partition, stream)
+    except SourceError:
+        return False  # the read below fails and records why
+    if end is None or not readers.read_kind(stream).windows:
+        return True
+    db_now = partition.lease_expires_at - timedelta(seconds=settings.CDC_LEASE_SECONDS)
+    return end > db_now
 
 
 def _continue_or_stop(stream: Stream, outcome: Outcome, owner: str, queue: Queue) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 
 from celery import shared_task
+from celery.signals import worker_shutting_down
 from django.db import OperationalError, transaction
 
 from partitions import stalls
@@ -19,6 +20,7 @@ from streams.models import Stream
 
 from . import failures, readers, scheduling, services, starting, sweeps
 from . import lag_samples as lag
+from .live import LIVE
 
 # A locked SQLite file or a dropped PostgreSQL connection: the same call may succeed later.
 TRANSIENT = (OperationalError,)
@@ -43,7 +45,13 @@ def read_partition_task(self, partition_id: int) -> str | None:
     attempt = services.Attempt(
         self.request.id or "", self.request.hostname or "local", self.request.retries or 0
     )
-    return services.read_next_window(partition, QUEUE, attempt)
+    return services.read_next_window(partition, QUEUE, attempt, live=LIVE)
+
+
+@worker_shutting_down.connect
+def stop_live_reads(**kwargs) -> None:
+    """Let this worker's live reads checkpoint and give their leases back before it exits."""
+    LIVE.stop_all()
 
 
 # Beat sends these on a timer: a run that takes longer than the period must not be

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import pyarrow.compute as pc
@@ -27,7 +27,7 @@ from partitions.models import Partition
 from partitions.sources.base import PROGRESS, Ended, Source
 from streams.models import Stream
 
-from . import landing, leases, readers
+from . import batch, landing, leases, readers
 from .checkpoint import Progress, save_progress
 from .dbretry import retrying
 from .leases import log_lease
@@ -84,8 +84,66 @@ def stream_reads_on(stream: Stream) -> bool:
     return stream.state in leases.READING_STATES
 
 
-def read_window(stream: Stream, partition: Partition, owner: str) -> Outcome:
-    """Read, land and checkpoint one window of the partition."""
+class InPlace:
+    """Checkpoints stored by the reading thread itself, on its own connection (a Celery task's read)."""
+
+    data_seconds: float | None = None  # records wait for the next checkpoint at its cadence
+
+    def save(self, partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Partition | None:
+        """Store the checkpoint (its records are landed: a database error retries it alone)."""
+        return retrying(
+            f"checkpoint of partition {partition_id}",
+            lambda: save_progress(partition_id, owner, progress, keep_lease=keep_lease),
+        )
+
+    def reads_on(self, stream: Stream) -> bool:
+        """Return whether the stream (read afresh) still reads."""
+        return stream_reads_on(stream)
+
+    def passed(self, end: datetime, partition_id: int) -> bool:
+        """Return whether `end` has passed by the database's clock (a worker's may be skewed)."""
+        now = retrying("reading the database's clock", lambda: leases.database_now(partition_id))
+        return now is not None and end <= now
+
+
+class Batched(InPlace):
+    """Checkpoints handed to the process's batch writer (batch.py): the read needs no connection.
+
+    Each stored checkpoint brings back the stream as stored and the database's clock, which
+    answer whether the stream still reads and whether a window's end has passed.
+    """
+
+    def __init__(self) -> None:
+        self.stream: Stream | None = None
+        self._db_now: datetime | None = None
+        self._seen = 0.0
+        # A live record is landed and stored within about this long of arriving.
+        self.data_seconds = settings.CDC_CHECKPOINT_DATA_SECONDS
+
+    def save(self, partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Partition | None:
+        """Store the checkpoint with the next batch; keep what it read back."""
+        ticket = batch.WRITER.checkpoint(partition_id, owner, progress, keep_lease)
+        self.stream, self._db_now, self._seen = ticket.stream, ticket.db_now, time.monotonic()
+        return ticket.stored
+
+    def reads_on(self, stream: Stream) -> bool:
+        """Return whether the stream, as the last checkpoint read it, still reads."""
+        if self.stream is None:
+            return super().reads_on(stream)
+        stream.state = self.stream.state
+        return stream.state in leases.READING_STATES
+
+    def passed(self, end: datetime, partition_id: int) -> bool:
+        """Return whether `end` has passed by the database's clock, as of the last checkpoint."""
+        if self._db_now is None:
+            return super().passed(end, partition_id)
+        return end <= self._db_now + timedelta(seconds=time.monotonic() - self._seen)
+
+
+def read_window(
+    stream: Stream, partition: Partition, owner: str, store: InPlace | None = None, stop=None
+) -> Outcome:
+    """Read, land and checkpoint one window of the partition (`stop`, an Event, ends it early)."""
     source = readers.source_for(stream)
     end = window_end(partition, stream)
     # Read even when watermark == end: both bounds are inclusive, and a child that starts
@@ -96,7 +154,8 @@ def read_window(stream: Stream, partition: Partition, owner: str) -> Outcome:
     )
     leases.KEEPER.hold(partition.pk, owner)
     try:
-        stored, go_on = _read_all(Window(stream, source, partition, owner, read, segment, end))
+        window = Window(stream, source, partition, owner, read, segment, end, store or InPlace(), stop)
+        stored, go_on = _read_all(window)
     finally:
         leases.KEEPER.drop(partition.pk, owner)
         read.close()
@@ -114,12 +173,15 @@ class Window:
     read: object
     segment: landing.Segment
     end: datetime | None
+    store: InPlace = field(default_factory=InPlace)
+    stop: object = None  # an Event: stop reading at the next item, checkpointed
 
 
 def _read_all(w: Window) -> tuple[Partition | None, bool]:
     progress = Progress(start=w.partition.watermark, watermark=w.partition.watermark)
     cadence = checkpoint_seconds(w.stream)
     due = time.monotonic() + cadence
+    quick = w.store.data_seconds
     for item in w.read:
         if leases.KEEPER.lost(w.partition.pk, w.owner):
             return None, False  # the lease lapsed (this process stood still) and is someone else's
@@ -128,10 +190,15 @@ def _read_all(w: Window) -> tuple[Partition | None, bool]:
         elif type(item) is Ended:
             progress.ended = item
         else:
+            if quick is not None and not progress.data:
+                due = min(due, time.monotonic() + quick)
             progress.data.append(item)
-        if progress.ended is None and (time.monotonic() >= due or len(progress.data) >= MAX_PENDING_RECORDS):
+        stopping = w.stop is not None and w.stop.is_set()
+        if progress.ended is None and (
+            stopping or time.monotonic() >= due or len(progress.data) >= MAX_PENDING_RECORDS
+        ):
             stored = _flush(w, progress)
-            if stored is None or not stream_reads_on(w.stream):
+            if stored is None or stopping or not w.store.reads_on(w.stream):
                 return stored, False  # lease lost, or asked to stop: leave mid-window
             w.partition, progress, due = stored, progress.next(), time.monotonic() + cadence
     _settle(w, progress)
@@ -151,16 +218,10 @@ def _settle(w: Window, progress: Progress) -> None:
         progress.finish_at = stream_end  # bounded by the stream's end, with no child
     if progress.finish_at is not None:
         progress.watermark = max(progress.watermark, progress.finish_at)
-    elif windows and _in_the_past(end, w.partition.pk):
+    elif windows and w.store.passed(end, w.partition.pk):
         # A query over a past window returned everything up to its end. One that ended
         # before its end came (a server that closed early) proves only what it sent.
         progress.watermark = max(progress.watermark, end)
-
-
-def _in_the_past(end: datetime, partition_id: int) -> bool:
-    """Return whether `end` has passed by the database's clock (a worker's may be skewed)."""
-    now = retrying("reading the database's clock", lambda: leases.database_now(partition_id))
-    return now is not None and end <= now
 
 
 def _flush(w: Window, progress: Progress) -> Partition | None:
@@ -174,10 +235,7 @@ def _flush(w: Window, progress: Progress) -> Partition | None:
         progress.records, progress.mods = len(progress.data), table.num_rows
         progress.bytes = pc.sum(table["mod_bytes"]).as_py() or 0
     # The records are landed: a database error here retries the checkpoint alone.
-    stored = retrying(
-        f"checkpoint of partition {w.partition.pk}",
-        lambda: save_progress(w.partition.pk, w.owner, progress, keep_lease=True),
-    )
+    stored = w.store.save(w.partition.pk, w.owner, progress, keep_lease=True)
     if stored is not None and progress.data:
         checkpoint_log.info(
             "CHECKPOINT partition=%s read_at=%.6f committed=%.6f records=%d",

@@ -1,0 +1,160 @@
+"""One writer for the checkpoints of a process's live reads: many partitions, one transaction.
+
+A host following thousands of live partitions checkpoints each of them every couple of
+seconds. Each in a transaction of its own, on a connection of its own, that is a
+thousand transactions a second and a connection per read; here the live reads hand their
+progress (already landed) to one thread, which stores every waiting checkpoint in one
+transaction a few times a second: the rows locked in id order (two hosts never deadlock),
+each applied as save_progress applies one (checkpoint.apply_progress: never backwards, only while
+its reader holds the lease, children stored with the partition that ends), written with
+one UPDATE per batch, and the streams' states, settings and the database's clock read
+back for the readers, who so never touch the database while they read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import DatabaseError, connections, transaction
+from django.db.models.functions import Now
+
+from partitions.models import Partition
+from streams.models import Stream
+
+from .checkpoint import Progress, apply_progress, mark_streams_healthy
+from .dbretry import replace_broken_connections
+
+log = logging.getLogger(__name__)
+# Waits this long after the first checkpoint of a batch for others to join it: a live
+# record is stored within about this much more than its landing takes.
+GATHER_SECONDS = 0.05
+# Past this many rows a batch is split: one UPDATE of a few hundred rows takes milliseconds.
+BATCH_ROWS = 500
+FIELDS = (
+    "watermark", "last_progress_at", "stalled", "stall_rule", "stall_evidence", "cursor", "data_records",
+    "mods", "bytes", "heartbeats", "state", "end_at", "finished_at", "lease_owner", "lease_expires_at",
+)  # fmt: skip
+
+
+@dataclass
+class Ticket:
+    """One checkpoint handed to the writer, and what it found once stored."""
+
+    partition_id: int
+    owner: str
+    progress: Progress
+    keep_lease: bool
+    done: threading.Event = field(default_factory=threading.Event)
+    stored: Partition | None = None  # None: the lease was lost (or the partition had finished)
+    stream: Stream | None = None  # the stream as stored now (state and settings)
+    db_now: datetime | None = None
+    error: BaseException | None = None
+
+    def wait(self) -> Ticket:
+        """Block until the writer stored (or refused) this checkpoint; re-raise its error.
+
+        The writer retries our own database errors for up to a lease; a writer that has
+        not answered in two leases is stuck, and the read stops on it (recorded, retried).
+        """
+        if not self.done.wait(2 * settings.CDC_LEASE_SECONDS):
+            raise TimeoutError(f"the checkpoint of partition {self.partition_id} was not stored in time")
+        if self.error is not None:
+            raise self.error
+        return self
+
+
+class Writer:
+    """The process's checkpoint writer: a thread started on first use, stopped when idle."""
+
+    def __init__(self) -> None:
+        self._waiting: list[Ticket] = []
+        self._lock = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def checkpoint(self, partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Ticket:
+        """Store the progress with the next batch; return its ticket once stored."""
+        ticket = Ticket(partition_id, owner, progress, keep_lease)
+        with self._lock:
+            self._waiting.append(ticket)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="checkpoint-writer", daemon=True)
+                self._thread.start()
+            self._lock.notify()
+        return ticket.wait()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    if not self._lock.wait_for(lambda: self._waiting, timeout=5):
+                        self._thread = None  # idle: the next checkpoint starts another
+                        return
+                time.sleep(GATHER_SECONDS)
+                with self._lock:
+                    batch, self._waiting = self._waiting, []
+                for start in range(0, len(batch), BATCH_ROWS):
+                    self._store(batch[start : start + BATCH_ROWS])
+                with self._lock:
+                    idle = not self._waiting
+                if idle:
+                    # A connection per quiet spell is cheap; one kept open through a quiet
+                    # hour would be one more for the database to hold (and tests to drop).
+                    connections.close_all()
+        finally:
+            connections.close_all()
+
+    def _store(self, batch: list[Ticket]) -> None:
+        """Store a batch, retrying our own database errors for up to a lease; settle every ticket."""
+        deadline, delay = time.monotonic() + settings.CDC_LEASE_SECONDS, 0.2
+        while True:
+            try:
+                store(batch)
+                break
+            except DatabaseError as error:
+                if time.monotonic() + delay > deadline:
+                    for ticket in batch:
+                        ticket.error = error
+                    break
+                log.warning("storing %d checkpoints failed, retrying in %.1fs: %s", len(batch), delay, error)
+                replace_broken_connections()
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            except Exception as error:  # noqa: BLE001 - a bug must reach the readers, not kill the writer
+                log.exception("storing %d checkpoints failed", len(batch))
+                for ticket in batch:
+                    ticket.error = error
+                break
+        for ticket in batch:
+            ticket.done.set()
+
+
+def store(batch: list[Ticket]) -> None:
+    """Store the batch's checkpoints in one transaction, setting each ticket's outcome."""
+    ids = sorted({t.partition_id for t in batch})
+    with transaction.atomic():
+        rows = Partition.objects.select_for_update(no_key=True, of=("self",)).select_related("stream")
+        locked = {p.pk: p for p in rows.annotate(db_now=Now()).filter(pk__in=ids).order_by("pk")}
+        changed = []
+        for ticket in batch:
+            row = locked.get(ticket.partition_id)
+            if row is None or row.lease_owner != ticket.owner or row.state == Partition.State.FINISHED:
+                continue
+            apply_progress(row, ticket.progress, row.db_now, ticket.keep_lease)
+            ticket.stored = row
+            changed.append(row)
+        Partition.objects.bulk_update(changed, FIELDS)
+        mark_streams_healthy({row.stream_id for row in changed})
+        streams = Stream.objects.in_bulk({row.stream_id for row in locked.values()})
+    now = next((row.db_now for row in locked.values()), None)
+    for ticket in batch:
+        row = locked.get(ticket.partition_id)
+        ticket.stream = streams.get(row.stream_id) if row is not None else None
+        ticket.db_now = now
+
+
+WRITER = Writer()
