@@ -16,8 +16,9 @@ app = Celery("cdcweb")
 # Every CELERY_* setting in cdcweb/settings.py configures the app.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# The reading pipeline's tasks live in partitions/pipeline/, below the app's own folder.
-app.autodiscover_tasks(["partitions.pipeline"])
+# The reading pipeline's tasks live in partitions/pipeline/, below the app's own folder, and
+# the watched streams' in partitions/watch/.
+app.autodiscover_tasks(["partitions.pipeline", "partitions.watch"])
 
 
 @worker_init.connect

@@ -6,8 +6,10 @@ streams on the simulators (the change streams of GoogleSQL demo-db and PostgreSQ
 demo-pg, demo-db's ShardedEvents table watched by its commit-timestamp column over
 19 shards, and the Bigtable simulator's events table, whose partitions split and merge
 every minute, with chunked values and garbage collection; each starts 30 minutes in
-the past so there is a backlog to catch up), starts them, and then runs the Procfile
-under honcho: simulators, Celery workers, beat and the web server. The
+the past so there is a backlog to catch up), starts them, registers two Datastream
+streams of the Datastream simulator (watched, not read: they move through every state
+in a 10-minute cycle), and then runs the Procfile under honcho: simulators, Celery
+workers, beat and the web server. The
 database is the embedded PostgreSQL in CDC_VAR_DIR/postgres (cdcweb/embedded_db.py),
 started first; Ctrl-C stops every process, then the database.
 """
@@ -27,6 +29,9 @@ from cdcweb import embedded_db
 ROOT = Path(__file__).resolve().parent.parent
 SIMULATOR_PORT = 9010
 BIGTABLE_PORT = 8086  # the Bigtable simulator's (and emulator's) usual port
+DATASTREAM_PORT = 9011
+# The Datastream simulator's two streams (Procfile: --streams 2), watched by beat once it runs.
+DEMO_DATASTREAM = ("stream-000", "stream-001")
 ADMIN_USER = "admin"
 DEMO_STREAMS = (
     ("demo-orders", "demo-db", "googlesql"),
@@ -76,6 +81,9 @@ def prepare_environment() -> dict[str, str]:
     os.environ.setdefault("SPANNER_EMULATOR_HOST", f"127.0.0.1:{SIMULATOR_PORT}")
     os.environ.setdefault("SPANNER_DISABLE_BUILTIN_METRICS", "true")
     os.environ.setdefault("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{BIGTABLE_PORT}")
+    datastream = f"127.0.0.1:{DATASTREAM_PORT}"
+    os.environ.setdefault("DATASTREAM_API_ENDPOINT", datastream)
+    os.environ.setdefault("MONITORING_API_ENDPOINT", datastream)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     # The Procfile's commands (python, celery) must be the venv's.
     bin_dir = str(Path(sys.executable).parent)
@@ -138,6 +146,24 @@ def ensure_streams() -> list[str]:
     return done
 
 
+def ensure_datastream_streams() -> list[str]:
+    """Register the Datastream simulator's two streams to watch, once; beat fills in the rest."""
+    from django.core.management import call_command
+
+    from streams.models import Stream
+
+    done = []
+    for stream_id in DEMO_DATASTREAM:
+        name = f"demo-datastream-{stream_id.rsplit('-', 1)[-1]}"
+        if not Stream.objects.filter(name=name).exists():
+            call_command(
+                "cdc_stream", "create", name, "--kind", "datastream", "--project", "demo-project",
+                "--location", "us-central1", "--stream-id", stream_id,
+            )  # fmt: skip
+            done.append(f"created {name}")
+    return done
+
+
 # A few example rules, so a new user sees what alerts look like (no channel: they show on
 # /alerts/ only; add a webhook, Slack or email channel to send them).
 DEMO_RULES = (
@@ -176,6 +202,7 @@ def banner(password: str | None) -> str:
         f"  user:      {ADMIN_USER}\n  {secret}\n"
         f"  simulator: {os.environ['SPANNER_EMULATOR_HOST']} (databases demo-db, demo-pg)\n"
         f"  bigtable:  {os.environ['BIGTABLE_EMULATOR_HOST']} (table events)\n"
+        f"  datastream: {os.environ['DATASTREAM_API_ENDPOINT']} (streams {', '.join(DEMO_DATASTREAM)})\n"
         "  stop:      Ctrl-C\n"
     )
 
@@ -197,7 +224,7 @@ def main() -> None:
     env["CDC_DEMO_PORT"] = str(SIMULATOR_PORT)
     env["CDC_DEMO_BIGTABLE_PORT"] = env["BIGTABLE_EMULATOR_HOST"].rsplit(":", 1)[1]
     password = ensure_admin()
-    for line in [*ensure_streams(), *ensure_alert_rules()]:
+    for line in [*ensure_streams(), *ensure_datastream_streams(), *ensure_alert_rules()]:
         print(f"  {line}")
     print(banner(password), flush=True)
     sys.exit(run_procfile(env, var_dir))

@@ -83,7 +83,7 @@ class StreamCollector:
     def collect(self):
         """Yield one family per figure, labelled by stream name and stream state."""
         families = self._families()
-        streams = list(Stream.objects.order_by("name").only("id", "name", "state", "end_at"))
+        streams = list(Stream.objects.order_by("name").only("id", "name", "state", "end_at", "source_kind"))
         progress, waits = progress_of(streams), _scheduling_latencies()
         splits, merges = _splits_and_merges()
         for stream in streams:

@@ -352,6 +352,12 @@ CDC_SWEEP_SECONDS = env_float("CDC_SWEEP_SECONDS", 15.0)
 # A stream STARTING this long with no start task holding it moves to FAILED, saying so.
 CDC_START_TIMEOUT_SECONDS = env_int("CDC_START_TIMEOUT_SECONDS", 600)
 CDC_STALL_CHECK_SECONDS = env_int("CDC_STALL_CHECK_SECONDS", 30)
+# Watched streams (Datastream): beat polls every one this often; each stream's objects are
+# listed every CDC_WATCH_OBJECTS_EVERY-th poll (one ListStreamObjects each), metrics over the
+# last CDC_WATCH_METRICS_WINDOW_SECONDS every poll.
+CDC_WATCH_SECONDS = env_float("CDC_WATCH_SECONDS", 10.0)
+CDC_WATCH_OBJECTS_EVERY = env_int("CDC_WATCH_OBJECTS_EVERY", 6)
+CDC_WATCH_METRICS_WINDOW_SECONDS = env_float("CDC_WATCH_METRICS_WINDOW_SECONDS", 300.0)
 
 # --- Spark reports ----------------------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
@@ -471,6 +477,7 @@ CELERY_TASK_QUEUES = (
 CELERY_TASK_ROUTES = {
     "partitions.pipeline.tasks.read_partition_task": {"queue": "celery"},
     "partitions.pipeline.tasks.*": {"queue": "housekeeping"},
+    "partitions.watch.tasks.*": {"queue": "housekeeping"},
     # The reports' sweep must not wait behind the reports it sweeps.
     "cdcweb.reports.tasks.sweep_reports_task": {"queue": "housekeeping"},
     "cdcweb.reports.tasks.*": {"queue": "reports"},
@@ -495,6 +502,10 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-streams": {"task": f"{PIPELINE}.sweep_streams_task", **every(CDC_SWEEP_SECONDS)},
     "sweep-reports": {"task": "cdcweb.reports.tasks.sweep_reports_task", **every(CDC_SWEEP_SECONDS)},
     "sample-lag": {"task": f"{PIPELINE}.sample_lag_task", **every(CDC_LAG_SAMPLE_SECONDS)},
+    "poll-watched-streams": {
+        "task": "partitions.watch.tasks.poll_watched_streams_task",
+        **every(CDC_WATCH_SECONDS),
+    },
     "detect-stalls": {"task": f"{PIPELINE}.detect_stalls_task", **every(CDC_STALL_CHECK_SECONDS)},
     "cleanup-lag-samples": {"task": f"{PIPELINE}.cleanup_lag_samples_task", **every(3600.0)},
     "evaluate-alerts": {"task": f"{ALERTS}.evaluate_alerts_task", **every(CDC_ALERT_EVALUATE_SECONDS)},

@@ -104,3 +104,33 @@ class LagSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stream_id} @ {self.at:%Y-%m-%d %H:%M:%S}: {self.lag_seconds:.1f}s"
+
+
+class WatchedStream(models.Model):
+    """What the source last said of a stream it runs itself (a watched kind: Datastream).
+
+    One row per watched stream, written by the polling beat task (partitions/watch/): the
+    source's own state (MAINTENANCE included, which cdcweb's seven states lack), when it
+    last recovered, and its latest metrics. The stream's state proper is Stream.state.
+    """
+
+    stream = models.OneToOneField("streams.Stream", on_delete=models.CASCADE, related_name="watched")
+    source_state = models.CharField(max_length=40, blank=True)
+    maintenance = models.BooleanField(default=False)
+    display_name = models.CharField(max_length=200, blank=True)
+    source_type = models.CharField(max_length=40, blank=True)
+    destination_type = models.CharField(max_length=40, blank=True)
+    last_recovery_at = models.DateTimeField(null=True, blank=True)
+    source_updated_at = models.DateTimeField(null=True, blank=True)
+    polled_at = models.DateTimeField(null=True, blank=True)
+    poll_failure = models.TextField(blank=True)  # why the last poll could not read it ("" when it could)
+    freshness_seconds = models.FloatField(null=True, blank=True)
+    events_per_second = models.FloatField(default=0.0)
+    bytes_per_second = models.FloatField(default=0.0)
+    unsupported_events = models.BigIntegerField(default=0)  # in the last metrics window
+    events_total = models.BigIntegerField(default=0)  # counted since cdcweb watches it
+    bytes_total = models.BigIntegerField(default=0)
+    metrics_until = models.DateTimeField(null=True, blank=True)  # the newest metric point counted
+
+    def __str__(self) -> str:
+        return f"{self.stream_id}: {self.source_state}"

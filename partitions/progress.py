@@ -14,15 +14,16 @@ earlier (a stream that reads up to a past end is done, not forever behind).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.db.models import Count, Max, Min, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
+from streams import kinds
 from streams.models import Stream
 
-from .models import Partition
+from .models import Partition, WatchedStream
 from .sources import KINDS
 
 P = Partition.State
@@ -165,14 +166,41 @@ def _progress(stream: Stream, totals: _Totals, now: datetime) -> StreamProgress:
 
 
 def progress_of(streams: Iterable[Stream], now: datetime | None = None) -> dict[int, StreamProgress]:
-    """Return {stream id: progress} of the given streams, in one query."""
+    """Return {stream id: progress} of the given streams, in one query (two with watched streams)."""
     streams = list(streams)
     now = now or timezone.now()
     totals = {stream.pk: _Totals() for stream in streams}
     if totals:
         for row in _grouped_rows(list(totals)):
             totals[row["stream_id"]].add(row)
-    return {stream.pk: _progress(stream, totals[stream.pk], now) for stream in streams}
+    found = {stream.pk: _progress(stream, totals[stream.pk], now) for stream in streams}
+    watched = [stream.pk for stream in streams if kinds.watched(stream.source_kind)]
+    if watched:
+        _as_the_source_says(found, watched)
+    return found
+
+
+def _as_the_source_says(found: dict[int, StreamProgress], stream_ids: list[int]) -> None:
+    """Give watched streams the source's lag (data freshness) and event count, not their objects'.
+
+    A watched stream's partitions are the source's objects, whose watermarks are backfill
+    times: no measure of how far behind the stream is. No holder, no low watermark.
+    """
+    rows = WatchedStream.objects.filter(stream_id__in=stream_ids).values_list(
+        "stream_id", "freshness_seconds", "events_total"
+    )
+    by_stream = {sid: (lag, events) for sid, lag, events in rows}
+    for sid in stream_ids:
+        lag, events = by_stream.get(sid, (None, 0))
+        found[sid] = replace(
+            found[sid],
+            lag_seconds=lag,
+            low_watermark=None,
+            holding_partition_id=None,
+            holding_token=None,
+            data_records=events,
+            stalled=0,
+        )
 
 
 def progress(stream: Stream, now: datetime | None = None) -> StreamProgress:

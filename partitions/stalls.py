@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from partitions.kinds import read_streams
 from streams.models import Stream
 
 from .models import LagSample, Partition
@@ -83,7 +84,7 @@ def detect_stalls(now: datetime | None = None) -> dict[str, int]:
     """Apply both rules to every RUNNING stream; return how many findings each made."""
     now = now or timezone.now()
     found = {STALLED: 0, LAG_GROWING: 0}
-    for stream in Stream.objects.filter(state=Stream.State.RUNNING):
+    for stream in read_streams().filter(state=Stream.State.RUNNING):
         found[STALLED] += detect_stalled_partitions(stream, now)
         found[LAG_GROWING] += int(detect_growing_lag(stream, now))
     return found

@@ -1,9 +1,13 @@
-"""Operator actions on a stream: start, pause, resume, recover.
+"""Operator actions on a stream: start, pause, resume, recover (and backfills of watched streams).
 
 Each one moves the stream through transition() and, once the move is committed,
 hands the work to the pipeline's Celery task, by its name: streams knows nothing of
 the pipeline that reads them. Views, the API, the admin and the cdc_stream command
 all call these; none of them sets Stream.state.
+
+A stream of a watched kind (Datastream) is run by its source: the same actions record a
+StreamOperation and send the task that asks the source to do it and follows it to its
+end (partitions/watch/operating.py). The stream's state then moves as the source reports.
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from . import dispatch
-from .models import Stream
+from . import dispatch, kinds
+from .models import Stream, StreamOperation
 from .times import format_time
 from .transitions import TransitionNotAllowed, transition
 
@@ -33,6 +37,8 @@ def _enqueue(task_name: str, stream_id: int) -> None:
 
 def start(stream: Stream, by: str, reason: str = "") -> Stream:
     """Start a stream that has never run: STARTING, then the start task finds the roots."""
+    if kinds.watched(stream.source_kind):
+        return _operate(stream, "resume", by)  # the source starts a stream that never ran by resuming it
     with transaction.atomic():
         stream = transition(stream, S.STARTING, by=by, reason=reason or f"started by {by}", action="start")
         _enqueue("start_stream_task", stream.pk)
@@ -41,6 +47,8 @@ def start(stream: Stream, by: str, reason: str = "") -> Stream:
 
 def pause(stream: Stream, by: str, reason: str = "") -> Stream:
     """Pause a stream: DRAINING while readers close their windows, then PAUSED."""
+    if kinds.watched(stream.source_kind):
+        return _operate(stream, "pause", by)
     with transaction.atomic():
         stream = transition(
             stream,
@@ -56,6 +64,8 @@ def pause(stream: Stream, by: str, reason: str = "") -> Stream:
 
 def resume(stream: Stream, by: str, reason: str = "") -> Stream:
     """Resume a paused stream from its partitions' watermarks (through STARTING)."""
+    if kinds.watched(stream.source_kind):
+        return _operate(stream, "resume", by)
     if stream.reached_end_at is not None:
         raise TransitionNotAllowed(
             f"cannot resume stream '{stream.name}': it finished at its end timestamp "
@@ -85,6 +95,8 @@ def recover(
     "timestamp" set Stream.resume_from, and the start task drops the unfinished
     partitions and re-runs the initial query there (records in between are skipped).
     """
+    if kinds.watched(stream.source_kind):
+        return _operate(stream, "recover", by, start=watched_start(strategy, timestamp))
     resume_from = recovery_point(stream, strategy, timestamp)
     where = "watermarks" if resume_from is None else format_time(resume_from)
     with transaction.atomic():
@@ -130,3 +142,54 @@ def _before_end(stream: Stream, point: datetime) -> datetime:
             f"it ends at {format_time(stream.end_at)}"
         )
     return point
+
+
+# A watched stream recovers where its source can: "watermark" is the next position the source
+# still has (Datastream's next available), "now" the most recent one.
+WATCHED_STARTS = {"watermark": "next_available", "now": "most_recent"}
+BACKFILL_ACTIONS = ("start", "stop")
+
+
+def watched_start(strategy: str, timestamp: datetime | None) -> str:
+    """Return the source's CDC start for a recovery strategy, or raise InvalidAction."""
+    if strategy == "timestamp" or timestamp is not None:
+        raise InvalidAction(
+            "a watched stream recovers from a log position its source keeps, not from a timestamp: "
+            "use strategy 'watermark' (the next available position) or 'now' (the most recent)"
+        )
+    if strategy not in WATCHED_STARTS:
+        raise InvalidAction(f"unknown recovery strategy {strategy!r}: use one of {', '.join(WATCHED_STARTS)}")
+    return WATCHED_STARTS[strategy]
+
+
+def backfill(stream: Stream, object_id: str, what: str, *, by: str) -> Stream:
+    """Start or stop the backfill of one object (source table) of a watched stream."""
+    if not kinds.watched(stream.source_kind):
+        raise InvalidAction(f"stream '{stream.name}' is read by cdcweb: it has no source objects to backfill")
+    if what not in BACKFILL_ACTIONS:
+        raise InvalidAction(f"a backfill is started or stopped ('start' or 'stop'), not {what!r}")
+    if not object_id or "/" in object_id:
+        raise InvalidAction("name the object by its ID (the last part of its name)")
+    return _operate(stream, f"{what}_backfill", by, target=object_id)
+
+
+def _operate(stream: Stream, action: str, by: str, target: str = "", **arguments) -> Stream:
+    """Record an operation on a watched stream and send the task that asks the source to do it."""
+    with transaction.atomic():
+        locked = Stream.objects.select_for_update(no_key=True).get(pk=stream.pk)
+        running = locked.operations.filter(
+            status__in=(StreamOperation.Status.PENDING, StreamOperation.Status.RUNNING)
+        )
+        busy = running.first()
+        if busy is not None:
+            raise TransitionNotAllowed(
+                f"cannot {action.replace('_', ' ')} stream '{stream.name}': "
+                f"its {busy.action.replace('_', ' ')} by {busy.by} is still running; wait for it to end",
+                current=locked.state,
+                to_state=locked.state,
+            )
+        operation = StreamOperation.objects.create(
+            stream=locked, action=action, target=target, arguments=arguments, by=by
+        )
+        dispatch.send_after_commit("partitions.watch.tasks.operate_stream_task", operation.pk)
+    return locked

@@ -18,6 +18,7 @@ class Kind(Protocol):
     name: str
     label: str
     unavailable: str  # why streams of this kind cannot run ("" when they can)
+    watched: bool  # True: the source runs the stream and cdcweb operates it through the source
 
 
 _KINDS: Mapping[str, Kind] = {}
@@ -50,3 +51,9 @@ def refusal(name: str) -> str:
     if kind is None:
         return f"unknown source kind {name!r}: use one of {', '.join(_KINDS) or 'none registered'}"
     return kind.unavailable
+
+
+def watched(name: str) -> bool:
+    """Return whether streams of this kind are run by their source (cdcweb watches and operates them)."""
+    kind = _KINDS.get(name)
+    return bool(kind is not None and kind.watched)

@@ -155,9 +155,56 @@ class StreamError(models.Model):
     code = models.CharField(max_length=100, blank=True)
     message = models.TextField()
     attempt = models.PositiveIntegerField(default=1)
+    # A watched source's own identity of the error (Datastream's error UUID) and its details:
+    # polling the same error again finds it stored and adds nothing ("" for our own errors).
+    uuid = models.CharField(max_length=200, blank=True)
+    details = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["stream", "uuid"], condition=~models.Q(uuid=""), name="streamerror_unique_uuid"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.code}: {self.message[:60]}"
+
+
+class StreamOperation(models.Model):
+    """One operator action on a watched stream, carried out by its source: how it went, step by step.
+
+    A watched kind's stream (Datastream) is paused, resumed, recovered and backfilled by the
+    source itself through a long-running operation; a task follows it and writes its progress
+    here, and a refusal in the source's own words.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "PENDING", "Pending"
+        RUNNING = "RUNNING", "Running"
+        DONE = "DONE", "Done"
+        REFUSED = "REFUSED", "Refused"
+        FAILED = "FAILED", "Failed"
+
+    FINISHED = (Status.DONE, Status.REFUSED, Status.FAILED)
+
+    stream = models.ForeignKey(Stream, on_delete=models.CASCADE, related_name="operations")
+    # pause, resume, recover, start_backfill, stop_backfill
+    action = models.CharField(max_length=40)
+    target = models.CharField(max_length=200, blank=True)  # the object of a backfill
+    arguments = models.JSONField(default=dict, blank=True)
+    by = models.CharField(max_length=150)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    message = models.TextField(blank=True)  # the source's status message, or its refusal
+    code = models.CharField(max_length=100, blank=True)
+    operation = models.CharField(max_length=500, blank=True)  # the source's operation name
+    elapsed_seconds = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} ({self.status})".replace("  ", " ")

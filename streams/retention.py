@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from . import kinds
 from .models import Stream
 
 
@@ -16,6 +17,10 @@ def resume_deadline(stream: Stream, low: datetime | None, retention: timedelta |
     """Return when the stream's oldest unread change leaves the retention (None: nothing to go by).
 
     A source that keeps its changes (retention None, a table read by commit timestamp) has no deadline.
+    A watched stream (Datastream) stopped reading its source's log when it entered its state
+    (paused or failing): that is when its source's retention started to run out.
     """
+    if kinds.watched(stream.source_kind):
+        return stream.state_changed_at + retention if retention is not None else None
     known = [moment for moment in (low, stream.paused_at) if moment is not None]
     return min(known) + retention if known and retention is not None else None

@@ -155,6 +155,40 @@ def transition(
     return locked
 
 
+def record_source_move(stream: Stream, to_state: str, *, at, by: str, reason: str = "") -> bool:
+    """Record a move its source reports for a watched stream, at the source's time; True if it moved.
+
+    A watched stream (Datastream) is run by its source, which moves it as it will: the
+    allowed-moves table is cdcweb's own pipeline's and does not apply, but every move is
+    logged the same way. ``at`` is when the source says it moved (its update time; now when
+    it says none), kept as the source gives it. A report of the state already stored records
+    nothing.
+    """
+    if not kinds.watched(stream.source_kind):
+        raise TransitionNotAllowed(
+            f"stream '{stream.name}' is read by cdcweb: its states move through transition()",
+            current=stream.state,
+            to_state=to_state,
+        )
+    with transaction.atomic():
+        locked = Stream.objects.select_for_update(no_key=True).get(pk=stream.pk)
+        current = locked.state
+        if current == to_state:
+            return False
+        at = at or timezone.now()
+        locked.state, locked.state_reason, locked.state_changed_at = to_state, reason, at
+        fields = ["state", "state_reason", "state_changed_at", "updated_at"]
+        if to_state == S.PAUSED:
+            locked.paused_at = at
+            fields.append("paused_at")
+        locked.save(update_fields=fields)
+        StreamTransition.objects.create(
+            stream=locked, from_state=current, to_state=to_state, at=at, by=by, reason=reason
+        )
+    _refresh(stream, locked)
+    return True
+
+
 def _refresh(stream: Stream, stored: Stream) -> None:
     """Copy the stored fields onto the caller's instance so it does not go stale."""
     for field in Stream._meta.concrete_fields:

@@ -166,3 +166,13 @@ def fresh_database():
 def wait_for_fixture():
     """Return the polling helper: wait_for(what, check, timeout=60, every=0.2, detail=None)."""
     return factories.wait_for
+
+
+@pytest.fixture
+def unfinished_kind(monkeypatch) -> str:
+    """Return the name of a registered kind made unavailable for the test, as an unfinished kind is."""
+    from partitions.sources import KINDS
+
+    reason = "streams of this kind cannot be created yet: its pipeline is not finished (a test)"
+    monkeypatch.setattr(KINDS["spanner_commit_timestamp"], "unavailable", reason)
+    return "spanner_commit_timestamp"

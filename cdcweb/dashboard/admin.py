@@ -15,7 +15,7 @@ from partitions.progress import StreamProgress, progress
 from partitions.sources import DEFAULT_KIND, KINDS
 from streams import actions
 from streams.access import can_operate
-from streams.models import Stream, StreamError, StreamTransition
+from streams.models import Stream, StreamError, StreamOperation, StreamTransition
 from streams.transitions import TransitionNotAllowed
 
 from . import deletion
@@ -48,6 +48,21 @@ class StreamTransitionInline(ReadOnlyInline):
     ordering = ("-at", "-id")
 
 
+class StreamOperationInline(ReadOnlyInline):
+    """A watched stream's operations: what was asked of its source, its progress, how it ended."""
+
+    model = StreamOperation
+    fields = readonly_fields = (
+        "created_at",
+        "action",
+        "target",
+        "by",
+        "status",
+        "message",
+        "elapsed_seconds",
+    )
+
+
 class StreamErrorInline(ReadOnlyInline):
     model = StreamError
     fields = readonly_fields = ("at", "kind", "code", "message", "attempt", "partition_token")
@@ -59,7 +74,7 @@ class StreamAdmin(admin.ModelAdmin):
     list_filter = ("state", "source_kind")
     search_fields = ("name",)
     readonly_fields = STATE_FIELDS
-    inlines = (StreamTransitionInline, StreamErrorInline)
+    inlines = (StreamTransitionInline, StreamOperationInline, StreamErrorInline)
     actions = (
         "start_streams",
         "pause_streams",
@@ -67,6 +82,11 @@ class StreamAdmin(admin.ModelAdmin):
         "recover_from_watermark",
         "recover_from_now",
     )
+
+    def get_inlines(self, request, obj):
+        """Return the inlines; a stream being added has no operations yet."""
+        inlines = super().get_inlines(request, obj)
+        return inlines if obj is not None else tuple(i for i in inlines if i is not StreamOperationInline)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         """Return the form of the stream's kind (when adding: ?source_kind=, else a Spanner change stream)."""

@@ -11,6 +11,9 @@ when the request says what becomes of its landed files:
 
 Either way its rows go with it: partitions, lag samples, errors, transitions, reports (and
 their output folders), alert rules of that stream alone, their alerts and silences.
+
+A watched stream (Datastream) landed nothing and is run by its source: deleting it only
+stops watching it, in any state; the Datastream stream itself runs on untouched.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from django.db import transaction
 from cdcweb.reports.models import Report
 from partitions.models import Partition
 from partitions.pipeline import landing
+from streams import kinds
 from streams.models import Stream
 
 log = logging.getLogger("cdcweb.streams")
@@ -59,7 +63,7 @@ def has_read(stream: Stream) -> bool:
 
 def refusal(stream: Stream, data: str) -> DeletionRefused | None:
     """Return why the stream may not be deleted with this choice of its data, or None if it may."""
-    if not has_read(stream):
+    if kinds.watched(stream.source_kind) or not has_read(stream):
         return None
     if stream.state not in STOPPED:
         return DeletionRefused(

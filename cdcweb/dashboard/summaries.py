@@ -14,9 +14,12 @@ from django.utils import timezone
 from partitions.models import LagSample
 from partitions.progress import StreamProgress, progress_of, retention
 from partitions.stalls import LAG_WINDOW, lag_grew_throughout
+from streams import kinds
 from streams.models import Stream
 from streams.retention import resume_deadline
 from streams.times import human_duration
+
+from . import watched
 
 SPARKLINE_WINDOW = timedelta(hours=1)
 # Samples the throughput is averaged over (a minute at the default 10 s sampling).
@@ -95,8 +98,26 @@ def _recent_samples(stream_ids: list[int], now: datetime) -> dict[int, list[LagS
     return by_stream
 
 
-def summarize(stream: Stream, progress: StreamProgress, samples: list[LagSample], now: datetime) -> dict:
+def summarize(
+    stream: Stream, progress: StreamProgress, samples: list[LagSample], now: datetime, rows=None
+) -> dict:
     """Return what a row or panel shows for one stream from its progress and lag samples."""
+    if kinds.watched(stream.source_kind):
+        row = (rows or {}).get(stream.pk)
+        return {
+            "stream": stream,
+            "progress": progress,
+            "lag_seconds": watched.lag_of(samples),
+            "low_watermark": None,
+            "partitions": progress.partitions,
+            "by_state": progress.by_state,
+            "stalled": 0,
+            "data_records": row.events_total if row else 0,
+            "throughput": throughput(samples),
+            "sparkline": sparkline_points([s.lag_seconds for s in samples]),
+            "warnings": watched.warnings_for(stream, row, now),
+            "watched": row,
+        }
     return {
         "stream": stream,
         "progress": progress,
@@ -117,4 +138,5 @@ def overview(streams: list[Stream], now: datetime | None = None) -> list[dict]:
     now = now or timezone.now()
     ids = [s.pk for s in streams]
     progress, samples = progress_of(streams, now), _recent_samples(ids, now)
-    return [summarize(s, progress[s.pk], samples[s.pk], now) for s in streams]
+    rows = watched.rows_of([s.pk for s in streams if kinds.watched(s.source_kind)])
+    return [summarize(s, progress[s.pk], samples[s.pk], now, rows) for s in streams]

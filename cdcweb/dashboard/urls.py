@@ -11,5 +11,6 @@ urlpatterns = [
     path("streams/<int:pk>/panel/", views.stream_panel, name="stream-panel"),
     path("streams/<int:pk>/history/", views.stream_history, name="stream-history"),
     path("streams/<int:pk>/actions/<str:action>/", views.stream_action, name="stream-action"),
+    path("streams/<int:pk>/backfill/", views.stream_backfill, name="stream-backfill"),
     path("", include("cdcweb.reports.urls")),
 ]

@@ -15,13 +15,13 @@ from cdcweb.alerts import history as alert_history
 from partitions.models import Partition
 from partitions.sources import KINDS
 from partitions.views import partition_table_context
-from streams import actions
+from streams import actions, kinds
 from streams.access import can_operate
 from streams.models import Stream
 from streams.times import parse_form_time
 from streams.transitions import TransitionNotAllowed, allowed_from
 
-from . import summaries
+from . import summaries, watched
 
 ACTIONS = ("start", "pause", "resume", "recover")
 HISTORY_ROWS = 50
@@ -33,6 +33,7 @@ DONE = {
     "resume": "Resume requested: the stream is {state} and continues from its watermarks.",
     "recover": "Recovery requested: the stream is {state}.",
 }
+SENT = "{action} sent to Datastream: its progress shows below, and the state moves as Datastream reports."
 
 
 @login_required
@@ -60,8 +61,18 @@ def _panel_context(request, stream: Stream) -> dict:
     held_by = summary["progress"].holding_partition_id
     holder = Partition.objects.filter(pk=held_by).first() if held_by else None
     operate = can_operate(request.user)
-    available = {a: stream.state in allowed_from(a) for a in ACTIONS} if operate else {}
-    return {"stream": stream, "s": summary, "holder": holder, "can_operate": operate, "available": available}
+    context = {"stream": stream, "s": summary, "holder": holder, "can_operate": operate}
+    if kinds.watched(stream.source_kind):
+        available = watched.available_actions(stream, summary["watched"])
+        context.update(
+            watched=summary["watched"],
+            operations=watched.operations_of(stream),
+            objects=watched.objects_of(stream) if operate else [],
+            holder=None,
+        )
+    else:
+        available = {a: stream.state in allowed_from(a) for a in ACTIONS}
+    return {**context, "available": available if operate else {}}
 
 
 def _history_context(stream: Stream) -> dict:
@@ -142,7 +153,27 @@ def stream_action(request, pk: int, action: str):
     except (TransitionNotAllowed, actions.InvalidAction) as refused:
         messages.error(request, str(refused))
     else:
-        messages.success(request, DONE[action].format(state=stream.state))
+        done = SENT.format(action=action.capitalize()) if kinds.watched(stream.source_kind) else DONE[action]
+        messages.success(request, done.format(state=stream.state))
+    return redirect(reverse("stream-detail", args=[pk]))
+
+
+@login_required
+@require_POST
+def stream_backfill(request, pk: int):
+    """Start or stop the backfill of one object of a watched stream, then show the page."""
+    if not can_operate(request.user):
+        raise PermissionDenied("only operators may act on streams")
+    stream = get_object_or_404(Stream, pk=pk)
+    what, object_id = request.POST.get("what", ""), request.POST.get("object", "").strip()
+    try:
+        actions.backfill(stream, object_id, what, by=request.user.get_username())
+    except (TransitionNotAllowed, actions.InvalidAction) as refused:
+        messages.error(request, str(refused))
+    else:
+        messages.success(
+            request, f"Backfill {what} of {object_id} sent to Datastream: its progress shows below."
+        )
     return redirect(reverse("stream-detail", args=[pk]))
 
 

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from partitions.kinds import read_streams
 from partitions.models import LagSample, Partition
 from partitions.progress import horizon, partition_lag, progress
 from streams.models import Stream
@@ -61,7 +62,7 @@ def sample_lag(stream: Stream, now: datetime | None = None) -> LagSample:
 
 def sample_all(now: datetime | None = None) -> int:
     """Sample every stream that is reading; return how many samples were stored."""
-    streams = Stream.objects.filter(state__in=SAMPLED_STATES)
+    streams = read_streams().filter(state__in=SAMPLED_STATES)  # watched ones: from their metrics
     return sum(1 for stream in streams if sample_lag(stream, now))
 
 

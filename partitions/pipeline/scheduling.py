@@ -11,6 +11,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from partitions import states
+from partitions.kinds import read_streams
 from partitions.models import Partition, PartitionEdge
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
@@ -146,8 +147,10 @@ def retry_failed_streams(
 ) -> int:
     """Restart the retries of FAILED streams whose backoff has passed; return how many."""
     now = timezone.now()
-    due = Stream.objects.filter(state=S.FAILED).filter(
-        Q(next_retry_at__isnull=True) | Q(next_retry_at__lte=now)
+    due = (
+        read_streams()
+        .filter(state=S.FAILED)
+        .filter(Q(next_retry_at__isnull=True) | Q(next_retry_at__lte=now))
     )
     count = 0
     for stream in due:

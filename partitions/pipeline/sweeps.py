@@ -22,6 +22,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from partitions.kinds import read_streams
 from streams.models import Stream
 from streams.transitions import TransitionNotAllowed, transition
 
@@ -41,7 +42,7 @@ def sweep_starting(queue: Queue) -> dict[str, int]:
     never_claimed = Q(
         start_claimed_until__isnull=True, state_changed_at__lt=now - timedelta(seconds=START_GRACE_SECONDS)
     )
-    lost = Stream.objects.filter(state=S.STARTING).filter(never_claimed | Q(start_claimed_until__lt=Now()))
+    lost = read_streams().filter(state=S.STARTING).filter(never_claimed | Q(start_claimed_until__lt=Now()))
     counts = {"restarted": 0, "failed": 0}
     timeout = timedelta(seconds=settings.CDC_START_TIMEOUT_SECONDS)
     for stream in lost:

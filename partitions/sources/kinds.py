@@ -58,6 +58,9 @@ class SourceKind(ABC):
     unavailable: str = ""
     # Where connect() reaches the source, in plain words (`cdc_stream create --help` shows it).
     endpoint: str = ""
+    # Whether the source runs the stream (WatchedKind): streams/, which cannot import this
+    # module, asks this rather than the class.
+    watched: bool = False
 
     @abstractmethod
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
@@ -165,6 +168,8 @@ class ReadKind(SourceKind):
 
 class WatchedKind(SourceKind):
     """A kind whose streams the source runs; cdcweb watches and operates them."""
+
+    watched = True
 
     @abstractmethod
     def connect(self, values: dict[str, Any]) -> Any:

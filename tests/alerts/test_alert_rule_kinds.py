@@ -184,3 +184,40 @@ def test_no_data_is_off_unless_enabled(quiet, make_rule, evaluate):
     make_rule(K.NO_DATA, quiet, for_minutes=10)
     evaluate()
     assert not Alert.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("state", "hours_ago", "fires"), [("PAUSED", 150, True), ("FAILED", 150, True), ("PAUSED", 100, False)]
+)
+def test_retention_applies_to_a_watched_stream_from_when_datastream_stopped_it(
+    make_stream, make_partition, make_rule, evaluate, state, hours_ago, fires
+):
+    # given a Datastream stream (source log retention 7 days) paused or failing for some hours,
+    # whose objects' backfills ended long ago (no watermark to go by)
+    stream = make_stream("ds", source_kind="datastream", state=state)
+    Stream.objects.filter(pk=stream.pk).update(
+        connection={
+            "project": "demo-project",
+            "location": "us-central1",
+            "stream_id": "s",
+            "log_retention_hours": 168,
+        },
+        state_changed_at=NOW - timedelta(hours=hours_ago),
+    )
+    make_partition(stream, minutes=-100 * 60)
+    make_rule(K.RETENTION, None, retention_hours=24)
+    evaluate()
+    assert Alert.objects.exists() == fires
+    if fires:
+        assert Alert.objects.get().evidence["left_hours"] == pytest.approx(168 - hours_ago)
+
+
+def test_stream_failed_applies_to_a_watched_stream(make_stream, make_rule, evaluate):
+    stream = make_stream("ds", source_kind="datastream", state=Stream.State.FAILED_PERMANENTLY)
+    Stream.objects.filter(pk=stream.pk).update(
+        state_changed_at=NOW - timedelta(minutes=3),
+        state_reason="Datastream reports FAILED_PERMANENTLY: lost",
+    )
+    make_rule(K.STREAM_FAILED, None, for_minutes=2)
+    evaluate()
+    assert "Datastream reports FAILED_PERMANENTLY" in Alert.objects.get().summary

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.api.support import django_db_setup  # noqa: F401 - PostgreSQL when CDC_TEST_DATABASE_URL is set
+from tests.factories.datastream import at_sim, ds_watch_sim, pick  # noqa: F401 - watched streams
 
 ROLES = ("anonymous", "viewer", "operator", "superuser")
 

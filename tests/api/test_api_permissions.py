@@ -28,7 +28,10 @@ WRITES = {
     "resume": (S.PAUSED, "post", "{id}/resume/", {}, 200),
     "recover": (S.FAILED_PERMANENTLY, "post", "{id}/recover/", {"strategy": "watermark"}, 200),
 }
-READS = ("", "{id}/", "{id}/lineage/", "{id}/lag/", "{id}/partitions/", "{id}/transitions/", "{id}/errors/")
+READS = (
+    "", "{id}/", "{id}/lineage/", "{id}/lag/", "{id}/partitions/", "{id}/transitions/", "{id}/errors/",
+    "{id}/operations/",
+)  # fmt: skip
 
 
 def _stream(state) -> Stream:

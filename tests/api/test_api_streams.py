@@ -119,8 +119,8 @@ def test_deleting_a_stream_removes_its_partitions(operator, stream):
     assert not stream.partitions.exists()
 
 
-@pytest.mark.parametrize("kind", ["datastream"])
-def test_a_kind_whose_pipeline_is_not_finished_is_a_400_naming_source_kind(operator, kind):
+def test_a_kind_whose_pipeline_is_not_finished_is_a_400_naming_source_kind(operator, unfinished_kind):
+    kind = unfinished_kind
     answer = operator.post("/api/v1/streams/", {**stream_body(), "source_kind": kind}, format="json")
     assert answer.status_code == 400, answer.content
     assert "cannot be" in str(answer.json()["source_kind"])

@@ -56,3 +56,18 @@ def test_the_demo_runs_the_bigtable_simulator_where_its_stream_reads(monkeypatch
     assert env["BIGTABLE_EMULATOR_HOST"] == f"127.0.0.1:{demo.BIGTABLE_PORT}"
     assert "bigtable_simulator --port ${CDC_DEMO_BIGTABLE_PORT:-8086}" in line
     assert demo.BIGTABLE_PORT == 8086
+
+
+def test_the_demo_watches_two_datastream_streams_once():
+    done = demo.ensure_datastream_streams()
+    assert done == ["created demo-datastream-000", "created demo-datastream-001"]
+    streams = Stream.objects.filter(source_kind="datastream").order_by("name")
+    assert [s.connection["stream_id"] for s in streams] == ["stream-000", "stream-001"]
+    assert demo.ensure_datastream_streams() == []
+
+
+def test_the_procfile_serves_the_demos_datastream_streams():
+    procfile = (demo.ROOT / "Procfile").read_text()
+    line = next(line for line in procfile.splitlines() if line.startswith("datastream:"))
+    assert f"--streams {len(demo.DEMO_DATASTREAM)}" in line
+    assert str(demo.DATASTREAM_PORT) in line

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from partitions.models import Partition
-from streams.models import Stream, StreamTransition
+from streams.models import Stream, StreamOperation, StreamTransition
 
 pytestmark = pytest.mark.django_db
 CHANGELIST = reverse("admin:streams_stream_changelist")
@@ -112,3 +112,25 @@ def test_adding_a_stream_refuses_an_end_before_its_start(admin_client):
     form["end_at"] = "2026-01-01T13:00:00Z"
     assert admin_client.post(add, form).status_code == 302
     assert Stream.objects.get().state == "NOT_STARTED"
+
+
+def test_an_admin_action_on_a_watched_stream_is_sent_to_its_source_and_listed(admin_client, make_stream):
+    # given a running Datastream stream
+    stream = make_stream(name="ds", source_kind="datastream", state="RUNNING")
+    Stream.objects.filter(pk=stream.pk).update(
+        connection={
+            "project": "demo-project",
+            "location": "us-central1",
+            "stream_id": "ds",
+            "log_retention_hours": 168,
+        }
+    )
+    # when an admin pauses it
+    response = act(admin_client, "pause_streams", stream)
+    # then Datastream is asked (an operation waits for the worker) and the state is the source's to move
+    assert "Pausing: ds" in messages_of(response)
+    operation = StreamOperation.objects.get(stream=stream)
+    assert (operation.action, operation.status, operation.by) == ("pause", "PENDING", "admin")
+    assert Stream.objects.get(pk=stream.pk).state == "RUNNING"
+    page = admin_client.get(reverse("admin:streams_stream_change", args=[stream.pk])).content.decode()
+    assert "PENDING" in page

@@ -80,6 +80,7 @@ def test_beat_schedule_names_the_pipeline_tasks(tmp_path):
         "purge_old_data_task",
         "sweep_streams_task",
         "sweep_reports_task",
+        "poll_watched_streams_task",
     }
 
 

@@ -42,8 +42,8 @@ def merged(stream):
     return child
 
 
-def test_the_partition_page_shows_tokens_by_row_range_and_the_low_watermark(client, viewer, merged):
-    client.force_login(viewer)
+def test_the_partition_page_shows_tokens_by_row_range_and_the_low_watermark(client, users, merged):
+    client.force_login(users["viewer"])
     page = client.get(reverse("partition-detail", args=[merged.pk])).content.decode()
     assert "[-inf, +inf)" in page
     assert "continuation token for [0x0001, row#8)" in page
@@ -51,7 +51,7 @@ def test_the_partition_page_shows_tokens_by_row_range_and_the_low_watermark(clie
     assert "low watermark handed over by its parents" in page
 
 
-def test_the_tree_shows_binary_keys_in_hex_and_printable_ones_as_text(client, viewer, stream, merged):
-    client.force_login(viewer)
+def test_the_tree_shows_binary_keys_in_hex_and_printable_ones_as_text(client, users, stream, merged):
+    client.force_login(users["viewer"])
     page = client.get(reverse("stream-tree", args=[stream.pk])).content.decode()
     assert "[0x0001, row#8)" in page

@@ -14,9 +14,9 @@ from cdcweb.dashboard.limits import end_misfit
 from partitions.progress import StreamProgress, progress_of
 from partitions.sources import DEFAULT_KIND, KINDS
 from streams import kinds
-from streams.actions import RECOVERY_STRATEGIES
+from streams.actions import BACKFILL_ACTIONS, RECOVERY_STRATEGIES
 from streams.api.fields import StrictDateTimeField
-from streams.models import Stream, StreamError, StreamTransition, heartbeat_misfit
+from streams.models import Stream, StreamError, StreamOperation, StreamTransition, heartbeat_misfit
 
 
 def attach_progress(streams: list[Stream]) -> list[Stream]:
@@ -212,8 +212,45 @@ class StreamErrorSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = StreamError
-        fields = ("id", "at", "kind", "code", "message", "attempt", "partition", "partition_token")
+        fields = (
+            "id", "at", "kind", "code", "message", "attempt", "partition", "partition_token",
+            "uuid", "details",
+        )  # fmt: skip
 
     def get_partition_token(self, error: StreamError) -> str | None:
         """Return the token of the partition the error happened in, or None."""
         return error.partition_token or None
+
+
+class ImportDatastreamSerializer(serializers.Serializer):
+    """Which Datastream streams to watch: every stream of a location, or the one named."""
+
+    project = serializers.CharField(max_length=100)
+    location = serializers.CharField(max_length=100)
+    stream_id = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    log_retention_hours = serializers.IntegerField(required=False, min_value=1, max_value=24 * 366)
+
+
+class ImportedSerializer(serializers.Serializer):
+    """What an import registered, and which streams were watched already."""
+
+    created = serializers.ListField(child=serializers.CharField())
+    existing = serializers.ListField(child=serializers.CharField())
+
+
+class BackfillSerializer(ActionSerializer):
+    """Start or stop the backfill of one object (source table) of a watched stream."""
+
+    object = serializers.CharField(max_length=200, help_text="the object's ID, the last part of its name")
+    action = serializers.ChoiceField(choices=BACKFILL_ACTIONS)
+
+
+class StreamOperationSerializer(serializers.ModelSerializer):
+    """One action carried out by a watched stream's source: its progress, outcome or refusal."""
+
+    class Meta:
+        model = StreamOperation
+        fields = (
+            "id", "action", "target", "arguments", "by", "status", "message", "code", "operation",
+            "elapsed_seconds", "created_at", "finished_at",
+        )  # fmt: skip

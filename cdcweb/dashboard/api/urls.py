@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from .views import StreamErrorViewSet, StreamTransitionViewSet, StreamViewSet
+from .views import StreamErrorViewSet, StreamOperationViewSet, StreamTransitionViewSet, StreamViewSet
 
 router = SimpleRouter()
 router.register("streams", StreamViewSet, basename="stream")
@@ -17,5 +17,10 @@ urlpatterns = [
     ),
     path(
         "streams/<int:stream_pk>/errors/", StreamErrorViewSet.as_view({"get": "list"}), name="stream-errors"
+    ),
+    path(
+        "streams/<int:stream_pk>/operations/",
+        StreamOperationViewSet.as_view({"get": "list"}),
+        name="stream-operations",
     ),
 ]

@@ -30,18 +30,24 @@ from partitions import queries
 from partitions.api.serializers import LagPointSerializer, LineageSerializer, WindowSerializer
 from partitions.models import Partition
 from partitions.sources import DEFAULT_KIND
+from partitions.sources.base import SettingsError, SourceError
+from partitions.watch import importing
 from streams import actions
 from streams.api.cache import CachedReadMixin
 from streams.api.nested import STREAM_PK, StreamChildViewSet
-from streams.models import Stream, StreamError, StreamTransition
+from streams.models import Stream, StreamError, StreamOperation, StreamTransition
 from streams.transitions import TransitionNotAllowed
 
 from .filtersets import StreamErrorFilterSet, StreamFilterSet
 from .serializers import (
     ActionSerializer,
+    BackfillSerializer,
     ConflictSerializer,
+    ImportDatastreamSerializer,
+    ImportedSerializer,
     RecoverSerializer,
     StreamErrorSerializer,
+    StreamOperationSerializer,
     StreamSerializer,
     StreamTransitionSerializer,
     attach_progress,
@@ -114,10 +120,13 @@ def _bounded():
         raise ValidationError({"since": [str(error)]}) from None
 
 
+ACTION_BODIES = {"recover": RecoverSerializer, "backfill": BackfillSerializer}
+
+
 def _act(view, request, do) -> Response:
     """Run an operator action on the view's stream; 409 naming the state if the move is refused."""
     stream = view.get_object()
-    serializer = (RecoverSerializer if view.action == "recover" else ActionSerializer)(data=request.data)
+    serializer = ACTION_BODIES.get(view.action, ActionSerializer)(data=request.data)
     serializer.is_valid(raise_exception=True)
     try:
         stream = do(stream, by=request.user.get_username(), **serializer.validated_data)
@@ -139,6 +148,15 @@ def _act(view, request, do) -> Response:
     pause=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
     resume=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
     recover=extend_schema(request=RecoverSerializer, responses=ACTION_RESPONSES),
+    backfill=extend_schema(request=BackfillSerializer, responses=ACTION_RESPONSES),
+    import_datastream=extend_schema(
+        request=ImportDatastreamSerializer,
+        responses={
+            201: ImportedSerializer,
+            400: OpenApiResponse(description="a bad setting, or Datastream refused (its own words)"),
+            503: OpenApiResponse(description="Datastream could not be reached; try again"),
+        },
+    ),
     lineage=extend_schema(parameters=WINDOW, responses={200: LineageSerializer, 400: WINDOW_REFUSED}),
     lag=extend_schema(parameters=WINDOW, responses={200: LagPointSerializer(many=True), 400: WINDOW_REFUSED}),
     destroy=extend_schema(
@@ -159,7 +177,7 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
     filterset_class = StreamFilterSet
     filter_backends = [filters.SearchFilter, *viewsets.ModelViewSet.filter_backends]
     search_fields = ["name"]
-    operate_actions = ("start", "pause", "resume", "recover")
+    operate_actions = ("start", "pause", "resume", "recover", "backfill")
     cached_query_parameters = ("since", "until")  # the lineage's and lag's window (streams/api/cache.py)
 
     def get_serializer_class(self):
@@ -225,6 +243,36 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
         """Recover a FAILED_PERMANENTLY stream from its watermarks, from now, or from a timestamp."""
         return _act(self, request, actions.recover)
 
+    @action(detail=True, methods=["post"])
+    def backfill(self, request, pk=None):
+        """Start or stop one object's backfill (a watched stream: the source runs it)."""
+
+        def do(stream, by, object, action, reason=""):
+            return actions.backfill(stream, object, action, by=by)
+
+        return _act(self, request, do)
+
+    @action(detail=False, methods=["post"], url_path="import-datastream")
+    def import_datastream(self, request):
+        """Watch every Datastream stream of a location, or the one named by stream_id."""
+        body = ImportDatastreamSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        given = body.validated_data
+        try:
+            done = importing.import_streams(
+                given["project"],
+                given["location"],
+                given.get("stream_id") or None,
+                log_retention_hours=given.get("log_retention_hours"),
+            )
+        except SettingsError as refused:
+            return Response(refused.errors, status=status.HTTP_400_BAD_REQUEST)
+        except SourceError as error:
+            answer = status.HTTP_503_SERVICE_UNAVAILABLE if error.retryable else status.HTTP_400_BAD_REQUEST
+            return Response({"detail": f"Datastream: {error}", "code": error.code}, status=answer)
+        names = {"created": [s.name for s in done.created], "existing": [s.name for s in done.existing]}
+        return Response(names, status=status.HTTP_201_CREATED)
+
     def _window(self, request) -> tuple[Stream, dict]:
         stream = get_object_or_404(Stream, pk=self.kwargs["pk"])
         window = WindowSerializer(data=request.query_params)
@@ -266,3 +314,11 @@ class StreamErrorViewSet(StreamChildViewSet):
         """Return the stream's errors, each with the id of its partition (found by its token)."""
         same = Partition.objects.filter(stream_id=OuterRef("stream_id"), token=OuterRef("partition_token"))
         return super().get_queryset().annotate(partition_id=Subquery(same.values("pk")[:1]))
+
+
+@extend_schema_view(list=extend_schema(parameters=[STREAM_PK]))
+class StreamOperationViewSet(StreamChildViewSet):
+    """A watched stream's operations, newest first: what was asked, its progress, how it ended."""
+
+    queryset = StreamOperation.objects.order_by("-created_at", "-id")
+    serializer_class = StreamOperationSerializer

@@ -60,12 +60,6 @@ class DatastreamKind(WatchedKind):
     name = "datastream"
     label = "Datastream stream"
     settings = SETTINGS
-    # The client and the simulator are done; watching streams from beat (states, errors,
-    # objects, metrics) and operating them are not yet, so no stream may use it.
-    unavailable = (
-        "Datastream streams cannot be watched by cdcweb yet: the client is built, "
-        "polling them into the dashboard is not finished"
-    )
 
     def clean(self, values: dict[str, Any]) -> dict[str, Any]:
         """Return the settings stripped, typed and defaulted, or raise SettingsError naming each bad one."""

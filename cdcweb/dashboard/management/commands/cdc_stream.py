@@ -1,4 +1,6 @@
-"""`manage.py cdc_stream create|start|pause|resume|recover|delete|status`: run streams from a script.
+"""`manage.py cdc_stream create|import-datastream|start|pause|resume|recover|backfill|delete|status`.
+
+Run streams from a script; watched (Datastream) streams are imported, then operated the same way.
 
 Every error is one line on stderr and exit status 2, so a script can tell a
 refusal (wrong state, bad argument) from a crash (status 1 with a traceback).
@@ -20,6 +22,9 @@ from cdcweb.dashboard import deletion
 from cdcweb.dashboard.kinds import SettingsError, clean_settings
 from cdcweb.dashboard.status import statuses as stream_statuses
 from partitions.sources import DEFAULT_KIND, KINDS
+from partitions.sources.base import SettingsError as KindSettingsError
+from partitions.sources.base import SourceError
+from partitions.watch import importing
 from streams import actions
 from streams.models import MAX_HEARTBEAT_MS, MIN_HEARTBEAT_MS, Stream
 from streams.times import format_time, parse_time
@@ -121,6 +126,22 @@ class Command(BaseCommand):
         recover.add_argument("name")
         recover.add_argument("--strategy", required=True, choices=actions.RECOVERY_STRATEGIES)
         recover.add_argument("--timestamp", default=None, help="ISO 8601 with a zone (strategy timestamp)")
+        imports = sub.add_parser(
+            "import-datastream",
+            help="watch every Datastream stream of a location (or the one --stream names)",
+        )
+        imports.add_argument("--project", dest="ds_project", required=True, help="the Google Cloud project")
+        imports.add_argument(
+            "--location", dest="ds_location", required=True, help="a region such as us-central1"
+        )
+        imports.add_argument(
+            "--stream", dest="ds_stream", default=None, help="one stream's ID (default: all)"
+        )
+        imports.add_argument("--log-retention-hours", dest="ds_retention", type=int, default=None)
+        backfill = sub.add_parser("backfill", help="start or stop one object's backfill (a watched stream)")
+        backfill.add_argument("what", choices=actions.BACKFILL_ACTIONS)
+        backfill.add_argument("name")
+        backfill.add_argument("--object", required=True, help="the object's ID")
         delete = sub.add_parser("delete", help="delete a stream (once it has read: stopped, and --data)")
         delete.add_argument("name")
         delete.add_argument(
@@ -132,11 +153,39 @@ class Command(BaseCommand):
         status.add_argument("--json", action="store_true", help="print JSON")
 
     def handle(self, *args, **options):
-        action = options["action"]
+        action = options["action"].replace("-", "_")
         try:
             getattr(self, f"do_{action}")(options)
         except (TransitionNotAllowed, actions.InvalidAction, deletion.DeletionRefused) as exc:
             raise refuse(str(exc)) from None
+        except KindSettingsError as exc:
+            raise refuse("; ".join(f"--{n.replace('_', '-')}: {m}" for n, m in exc.errors.items())) from None
+        except SourceError as exc:
+            raise refuse(f"Datastream: {exc}") from None
+
+    def do_import_datastream(self, options) -> None:
+        done = importing.import_streams(
+            options["ds_project"],
+            options["ds_location"],
+            options["ds_stream"],
+            log_retention_hours=options["ds_retention"],
+        )
+        for stream in done.created:
+            self.stdout.write(
+                f"watching stream '{stream.name}' ({stream.state}): {stream.connection['stream_id']}"
+            )
+        for stream in done.existing:
+            self.stdout.write(f"already watched: '{stream.name}'")
+        self.stdout.write(f"{len(done.created)} imported, {len(done.existing)} already watched")
+
+    def do_backfill(self, options) -> None:
+        stream = actions.backfill(
+            self._stream(options["name"]), options["object"], options["what"], by=self._by()
+        )
+        self.stdout.write(
+            f"stream '{stream.name}': {options['what']} backfill of {options['object']} sent to the source "
+            "(follow it: cdc_stream status, or the stream page)"
+        )
 
     def do_create(self, options) -> None:
         kind = KINDS[options["kind"]]
@@ -213,6 +262,12 @@ class Command(BaseCommand):
             return "cdc_stream"
 
     def _report(self, stream: Stream) -> None:
+        operation = stream.operations.first()
+        if operation is not None and operation.status == operation.Status.PENDING:
+            self.stdout.write(
+                f"stream '{stream.name}': {operation.action} sent to the source ({stream.state})"
+            )
+            return
         self.stdout.write(f"stream '{stream.name}': {stream.state} ({stream.state_reason})")
 
     def do_start(self, options) -> None:
