@@ -19,11 +19,13 @@ it never compares a kind's name or probes for an attribute.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .base import NewPartition, PartitionState, Setting, Source
+from .checks import Check
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,14 @@ class SourceKind(ABC):
         dashboard warns before that time and the retention alert fires on it.
         """
         return None
+
+    def checks(self, values: dict[str, Any], start: datetime | None = None) -> Sequence[Check]:
+        """Return what to ask the source before a stream of cleaned settings exists (checks.py).
+
+        Each check names the setting it is about and fails with the reason the stream would
+        fail; ``start`` is the stream's start (None: now). A kind with nothing to ask has none.
+        """
+        return ()
 
     def cost_model(self, values: dict[str, Any]) -> tuple[Assumption, ...]:
         """Return the cost report's price model (the Spark job's PriceModel fields), each with its source."""
