@@ -163,6 +163,22 @@ def kind_serializers() -> dict[str, type[StreamSerializer]]:
     return {name: _kind_serializer(kind) for name, kind in KINDS.items()}
 
 
+class CheckResultSerializer(serializers.Serializer):
+    """One check of a stream's settings against its source: passed or not, and what it found."""
+
+    check = serializers.CharField()
+    ok = serializers.BooleanField()
+    detail = serializers.CharField()
+    setting = serializers.CharField(help_text="the setting the check is about (blank: none in particular)")
+
+
+class ValidationSerializer(serializers.Serializer):
+    """The answer of validate: ok when every check passed, and each check in the order it ran."""
+
+    ok = serializers.BooleanField()
+    checks = CheckResultSerializer(many=True)
+
+
 class ActionSerializer(serializers.Serializer):
     """The optional body of start, pause and resume: why the operator acts."""
 

@@ -25,7 +25,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from cdcweb.dashboard import deletion
+from cdcweb.dashboard import deletion, validation
 from partitions import queries
 from partitions.api.serializers import LagPointSerializer, LineageSerializer, WindowSerializer
 from partitions.models import Partition
@@ -44,6 +44,7 @@ from .serializers import (
     StreamErrorSerializer,
     StreamSerializer,
     StreamTransitionSerializer,
+    ValidationSerializer,
     attach_progress,
     kind_serializer,
     kind_serializers,
@@ -135,6 +136,15 @@ def _act(view, request, do) -> Response:
     create=extend_schema(request=ANY_STREAM, responses={201: ANY_STREAM}),
     update=extend_schema(request=ANY_STREAM, responses=ANY_STREAM),
     partial_update=extend_schema(request=ANY_STREAM, responses=ANY_STREAM),
+    validate=extend_schema(
+        request=ANY_STREAM,
+        responses={
+            200: ValidationSerializer,
+            400: OpenApiResponse(
+                description="a setting is refused as a create would refuse it, with field errors"
+            ),
+        },
+    ),
     start=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
     pause=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
     resume=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
@@ -164,7 +174,7 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
 
     def get_serializer_class(self):
         """Return the serializer of the stream's kind for writes (create: the kind asked for)."""
-        if self.action == "create":
+        if self.action in ("create", "validate"):
             data = self.request.data
             asked = data.get("source_kind", DEFAULT_KIND) if hasattr(data, "get") else DEFAULT_KIND
             return (
@@ -204,6 +214,15 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
                 return Response(body, status=status.HTTP_409_CONFLICT)
             return Response({"data": [str(refused)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @action(detail=False, methods=["post"])
+    def validate(self, request):
+        """Check a create's body against the source itself, creating nothing: each check's result."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        results = validation.validate(data["source_kind"], data["connection"], data.get("start_at"))
+        return Response(validation.as_body(results))
 
     @action(detail=True, methods=["post"])
     def start(self, request, pk=None):

@@ -1,7 +1,9 @@
-"""`manage.py cdc_stream create|start|pause|resume|recover|delete|status`: run streams from a script.
+"""`manage.py cdc_stream create|validate|start|pause|resume|recover|delete|status`: run streams from a script.
 
 Every error is one line on stderr and exit status 2, so a script can tell a
 refusal (wrong state, bad argument) from a crash (status 1 with a traceback).
+``validate`` takes the create flags, prints one line per check of the source and
+exits 1 when a check fails (creating nothing).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from cdcweb.dashboard import deletion
+from cdcweb.dashboard import deletion, validation
 from cdcweb.dashboard.kinds import SettingsError, clean_settings
 from cdcweb.dashboard.status import statuses as stream_statuses
 from partitions.sources import DEFAULT_KIND, KINDS
@@ -84,15 +86,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
-        create = sub.add_parser("create", help="register a stream (NOT_STARTED)")
-        create.add_argument("name")
-        create.add_argument("--kind", choices=list(KINDS), default=DEFAULT_KIND, help="the kind of source")
-        for flag, (dest, help_text) in setting_flags().items():
-            create.add_argument(flag, dest=dest, default=None, help=help_text)
-        create.add_argument("--start", default="now", help="ISO 8601 with a zone, 'now' or '-30m'")
-        create.add_argument("--end", default=None, help="ISO 8601 with a zone, 'now' or '+1h'")
-        create.add_argument("--heartbeat-ms", type=int, default=10_000)
-        create.add_argument("--window-seconds", type=int, default=60)
+        _add_create_flags(sub.add_parser("create", help="register a stream (NOT_STARTED)"))
+        _add_create_flags(sub.add_parser("validate", help="check a create's flags against the source"))
         for name in ("start", "pause", "resume"):
             sub.add_parser(name, help=f"{name} a stream").add_argument("name")
         recover = sub.add_parser("recover", help="recover a FAILED_PERMANENTLY stream")
@@ -118,6 +113,26 @@ class Command(BaseCommand):
 
     def do_create(self, options) -> None:
         kind = KINDS[options["kind"]]
+        stream = self._new_stream(kind, options)
+        stream.save()
+        end = format_time(stream.end_at) if stream.end_at else "no end"
+        self.stdout.write(
+            f"created stream '{stream.name}' ({stream.state}): {kind.describe(stream.connection)}, "
+            f"from {format_time(stream.start_at)} to {end}"
+        )
+
+    def do_validate(self, options) -> None:
+        """Print each check of the source as one line; exit 1 when one fails."""
+        stream = self._new_stream(KINDS[options["kind"]], options)
+        results = validation.validate(stream.source_kind, stream.connection, stream.start_at)
+        for result in results:
+            self.stdout.write(f"{'ok  ' if result.ok else 'FAIL'}  {result.check}: {result.detail}")
+        failures = sum(not r.ok for r in results)
+        if failures:
+            raise CommandError(f"{failures} of {len(results)} checks failed", returncode=1)
+
+    def _new_stream(self, kind, options) -> Stream:
+        """Return the stream the create flags describe, checked as a create checks it (not saved)."""
         stream = Stream(
             name=options["name"],
             source_kind=kind.name,
@@ -128,12 +143,7 @@ class Command(BaseCommand):
             window_seconds=options["window_seconds"],
         )
         self._validate(stream)
-        stream.save()
-        end = format_time(stream.end_at) if stream.end_at else "no end"
-        self.stdout.write(
-            f"created stream '{stream.name}' ({stream.state}): {kind.describe(stream.connection)}, "
-            f"from {format_time(stream.start_at)} to {end}"
-        )
+        return stream
 
     @staticmethod
     def _settings(kind, options) -> dict:
@@ -223,6 +233,18 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(payload, indent=2))
         else:
             self.stdout.write(format_table(statuses))
+
+
+def _add_create_flags(parser) -> None:
+    """Add the flags of a create (the name, the kind, every kind's settings, times) to a subcommand."""
+    parser.add_argument("name")
+    parser.add_argument("--kind", choices=list(KINDS), default=DEFAULT_KIND, help="the kind of source")
+    for flag, (dest, help_text) in setting_flags().items():
+        parser.add_argument(flag, dest=dest, default=None, help=help_text)
+    parser.add_argument("--start", default="now", help="ISO 8601 with a zone, 'now' or '-30m'")
+    parser.add_argument("--end", default=None, help="ISO 8601 with a zone, 'now' or '+1h'")
+    parser.add_argument("--heartbeat-ms", type=int, default=10_000)
+    parser.add_argument("--window-seconds", type=int, default=60)
 
 
 def format_table(statuses: list[dict]) -> str:
