@@ -13,7 +13,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from . import dispatch
+from . import audit, dispatch
 from .models import Stream
 from .times import format_time
 from .transitions import TransitionNotAllowed, transition
@@ -33,14 +33,17 @@ def _enqueue(task_name: str, stream_id: int) -> None:
 
 def start(stream: Stream, by: str, reason: str = "") -> Stream:
     """Start a stream that has never run: STARTING, then the start task finds the roots."""
+    before = audit.stream_before(stream)
     with transaction.atomic():
         stream = transition(stream, S.STARTING, by=by, reason=reason or f"started by {by}", action="start")
+        audit.record(stream, "start", by, reason, before)
         _enqueue("start_stream_task", stream.pk)
     return stream
 
 
 def pause(stream: Stream, by: str, reason: str = "") -> Stream:
     """Pause a stream: DRAINING while readers close their windows, then PAUSED."""
+    before = audit.stream_before(stream)
     with transaction.atomic():
         stream = transition(
             stream,
@@ -50,6 +53,7 @@ def pause(stream: Stream, by: str, reason: str = "") -> Stream:
             action="pause",
             paused_at=timezone.now(),
         )
+        audit.record(stream, "pause", by, reason, before)
         _enqueue("drain_stream_task", stream.pk)
     return stream
 
@@ -63,6 +67,7 @@ def resume(stream: Stream, by: str, reason: str = "") -> Stream:
             current=stream.state,
             to_state=S.STARTING,
         )
+    before = audit.stream_before(stream)
     with transaction.atomic():
         stream = transition(
             stream,
@@ -72,6 +77,7 @@ def resume(stream: Stream, by: str, reason: str = "") -> Stream:
             action="resume",
             resume_from=None,
         )
+        audit.record(stream, "resume", by, reason, before)
         _enqueue("start_stream_task", stream.pk)
     return stream
 
@@ -87,6 +93,7 @@ def recover(
     """
     resume_from = recovery_point(stream, strategy, timestamp)
     where = "watermarks" if resume_from is None else format_time(resume_from)
+    before = audit.stream_before(stream)
     with transaction.atomic():
         stream = transition(
             stream,
@@ -98,6 +105,9 @@ def recover(
             reached_end_at=None,
             consecutive_failures=0,
             next_retry_at=None,
+        )
+        audit.record(
+            stream, "recover", by, f"from {strategy} ({where})" + (f": {reason}" if reason else ""), before
         )
         _enqueue("start_stream_task", stream.pk)
     return stream

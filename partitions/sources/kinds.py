@@ -133,6 +133,14 @@ class ReadKind(SourceKind):
     def connect(self, values: dict[str, Any]) -> Source:
         """Return a Source for cleaned settings (endpoints from the environment where the client's own)."""
 
+    def reread_cursor(self, cursor: dict[str, Any], at: datetime) -> dict[str, Any] | None:
+        """Return the cursor of a partition to be read again from `at` (its new watermark).
+
+        None: this kind cannot read a partition again from a time (the operator is told so).
+        A kind whose reads start from the watermark alone returns ``{}``.
+        """
+        return None
+
     @abstractmethod
     def merge_cursor(self, stored: dict[str, Any], contribution: dict[str, Any]) -> dict[str, Any]:
         """Return a child's cursor once one more parent handed over its part (Bigtable tokens)."""

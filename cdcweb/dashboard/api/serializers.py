@@ -13,10 +13,10 @@ from cdcweb.dashboard.kinds import SettingsError, api_field, clean_settings, fro
 from cdcweb.dashboard.limits import end_misfit
 from partitions.progress import StreamProgress, progress_of
 from partitions.sources import DEFAULT_KIND, KINDS
-from streams import kinds
+from streams import audit, kinds
 from streams.actions import RECOVERY_STRATEGIES
 from streams.api.fields import StrictDateTimeField
-from streams.models import Stream, StreamError, StreamTransition, heartbeat_misfit
+from streams.models import AuditEntry, Stream, StreamError, StreamTransition, heartbeat_misfit
 
 
 def attach_progress(streams: list[Stream]) -> list[Stream]:
@@ -133,11 +133,20 @@ class StreamSerializer(serializers.ModelSerializer):
     def update(self, instance: Stream, validated_data: dict) -> Stream:
         """Save only the fields this request changed: a transition may be saving the state meanwhile."""
         changed = [name for name, value in validated_data.items() if getattr(instance, name) != value]
+        before = {name: _jsonable(getattr(instance, name)) for name in changed}
         for name in changed:
             setattr(instance, name, validated_data[name])
         if changed:
             instance.save(update_fields=[*changed, "updated_at"])
+            request = self.context.get("request")
+            by = request.user.get_username() if request is not None else "api"
+            audit.record(instance, "edit", by, f"changed {', '.join(changed)}", before)
         return instance
+
+
+def _jsonable(value):
+    """Return a field's value as the audit log stores it (times as ISO 8601)."""
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 @functools.cache
@@ -218,6 +227,14 @@ class StreamTransitionSerializer(serializers.ModelSerializer):
     class Meta:
         model = StreamTransition
         fields = ("id", "from_state", "to_state", "at", "by", "reason")
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    """One operator action on the stream or one of its partitions (partition 0: the stream itself)."""
+
+    class Meta:
+        model = AuditEntry
+        fields = ("id", "at", "by", "action", "detail", "partition_id", "partition_token", "before")
 
 
 class StreamErrorSerializer(serializers.ModelSerializer):

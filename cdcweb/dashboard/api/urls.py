@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from .views import StreamErrorViewSet, StreamTransitionViewSet, StreamViewSet
+from .views import StreamAuditViewSet, StreamErrorViewSet, StreamTransitionViewSet, StreamViewSet
 
 router = SimpleRouter()
 router.register("streams", StreamViewSet, basename="stream")
@@ -15,6 +15,7 @@ urlpatterns = [
         StreamTransitionViewSet.as_view({"get": "list"}),
         name="stream-transitions",
     ),
+    path("streams/<int:stream_pk>/audit/", StreamAuditViewSet.as_view({"get": "list"}), name="stream-audit"),
     path(
         "streams/<int:stream_pk>/errors/", StreamErrorViewSet.as_view({"get": "list"}), name="stream-errors"
     ),

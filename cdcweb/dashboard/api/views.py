@@ -33,12 +33,13 @@ from partitions.sources import DEFAULT_KIND
 from streams import actions
 from streams.api.cache import CachedReadMixin
 from streams.api.nested import STREAM_PK, StreamChildViewSet
-from streams.models import Stream, StreamError, StreamTransition
+from streams.models import AuditEntry, Stream, StreamError, StreamTransition
 from streams.transitions import TransitionNotAllowed
 
 from .filtersets import StreamErrorFilterSet, StreamFilterSet
 from .serializers import (
     ActionSerializer,
+    AuditEntrySerializer,
     ConflictSerializer,
     RecoverSerializer,
     StreamErrorSerializer,
@@ -285,3 +286,11 @@ class StreamErrorViewSet(StreamChildViewSet):
         """Return the stream's errors, each with the id of its partition (found by its token)."""
         same = Partition.objects.filter(stream_id=OuterRef("stream_id"), token=OuterRef("partition_token"))
         return super().get_queryset().annotate(partition_id=Subquery(same.values("pk")[:1]))
+
+
+@extend_schema_view(list=extend_schema(parameters=[STREAM_PK]))
+class StreamAuditViewSet(StreamChildViewSet):
+    """Operator actions on a stream and its partitions, newest first: who, when, what, the state before."""
+
+    queryset = AuditEntry.objects.order_by("-at", "-id")
+    serializer_class = AuditEntrySerializer

@@ -79,6 +79,10 @@ class SpannerChangeStreamKind(OwnTokens, ReadKind):
         """Return the database, dialect, change stream, retention and permission checks."""
         return source_checks.checks(values, start)
 
+    def reread_cursor(self, cursor: dict[str, Any], at: datetime) -> dict[str, Any]:
+        """Return {}: a read with no cursor starts at the partition's watermark."""
+        return {}
+
     def describe(self, values: dict[str, Any]) -> str:
         """Return one line naming the source, as pages show it."""
         dialect = DIALECT_NAMES.get(values.get("dialect", ""), "")

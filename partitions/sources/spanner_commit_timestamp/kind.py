@@ -47,6 +47,10 @@ class SpannerCommitTimestampKind(OwnTokens, ReadKind):
         """Return the database, table, column, index and query plan checks."""
         return source_checks.checks(values, start)
 
+    def reread_cursor(self, cursor: dict[str, Any], at: datetime) -> dict[str, Any]:
+        """Return {}: a read with no cursor starts at the partition's watermark."""
+        return {}
+
     def describe(self, values: dict[str, Any]) -> str:
         """Return one line naming the source, as pages show it."""
         shards = values.get("shards") or ()

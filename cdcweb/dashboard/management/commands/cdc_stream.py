@@ -1,4 +1,6 @@
-"""`manage.py cdc_stream create|validate|start|pause|resume|recover|delete|status`: run streams from a script.
+"""`manage.py cdc_stream create|validate|start|pause|resume|recover|delete|status|release-lease|reread`.
+
+Run streams from a script; ``release-lease`` and ``reread`` act on one partition (by id).
 
 Every error is one line on stderr and exit status 2, so a script can tell a
 refusal (wrong state, bad argument) from a crash (status 1 with a traceback).
@@ -19,13 +21,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from cdcweb.dashboard import deletion, validation
 from cdcweb.dashboard.kinds import SettingsError, clean_settings
 from cdcweb.dashboard.status import statuses as stream_statuses
+from partitions.models import Partition
+from partitions.pipeline import partition_actions
+from partitions.pipeline.queue import NAMED
 from partitions.sources import DEFAULT_KIND, KINDS
 from streams import actions
 from streams.models import MAX_HEARTBEAT_MS, MIN_HEARTBEAT_MS, Stream
 from streams.times import format_time, parse_time
 from streams.transitions import TransitionNotAllowed
 
-TIME_OPTIONS = ("--start", "--end", "--timestamp")
+TIME_OPTIONS = ("--start", "--end", "--timestamp", "--from")
 RELATIVE_TIME = re.compile(r"^-\d+(\.\d+)?(us|ms|s|m|h|d)$")
 # Values that start with "-" but are no option: a relative time ("-30m") after a time
 # option, shard values ("-18-18", the form the help and the DDL advisor print) after --shards.
@@ -100,6 +105,13 @@ class Command(BaseCommand):
             "--data", choices=list(deletion.DATA), default="",
             help="what becomes of its landed files: keep them (read by nothing) or purge them",
         )  # fmt: skip
+        release = sub.add_parser("release-lease", help="end the lease a reader holds on a partition")
+        release.add_argument("partition", type=int, help="the partition's id")
+        reread = sub.add_parser(
+            "reread", help="read a partition again from a time, landing its records again"
+        )
+        reread.add_argument("partition", type=int, help="the partition's id")
+        reread.add_argument("--from", dest="at", required=True, help="ISO 8601 with a zone, or '-30m'")
         status = sub.add_parser("status", help="show streams")
         status.add_argument("name", nargs="?")
         status.add_argument("--json", action="store_true", help="print JSON")
@@ -107,8 +119,13 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         action = options["action"]
         try:
-            getattr(self, f"do_{action}")(options)
-        except (TransitionNotAllowed, actions.InvalidAction, deletion.DeletionRefused) as exc:
+            getattr(self, f"do_{action.replace('-', '_')}")(options)
+        except (
+            TransitionNotAllowed,
+            actions.InvalidAction,
+            deletion.DeletionRefused,
+            partition_actions.ActionRefused,
+        ) as exc:
             raise refuse(str(exc)) from None
 
     def do_create(self, options) -> None:
@@ -221,6 +238,23 @@ class Command(BaseCommand):
         done = deletion.delete_stream(self._stream(options["name"]), options["data"], by=self._by())
         purged = f", {done.files_purged} files deleted" if done.data == "purge" else ""
         self.stdout.write(f"deleted stream '{done.name}' (id {done.stream_id}): data {done.data}{purged}")
+
+    @staticmethod
+    def _partition(partition_id: int) -> int:
+        if not Partition.objects.filter(pk=partition_id).exists():
+            raise refuse(f"no partition with id {partition_id} (see the stream's page or the API)")
+        return partition_id
+
+    def do_release_lease(self, options) -> None:
+        done = partition_actions.release_lease(self._partition(options["partition"]), self._by(), NAMED)
+        self.stdout.write(f"partition {done.pk}: lease released ({done.state})")
+
+    def do_reread(self, options) -> None:
+        at = self._time(options["at"], "--from")
+        done = partition_actions.reread(self._partition(options["partition"]), at, self._by(), NAMED)
+        self.stdout.write(
+            f"partition {done.pk}: re-reading from {format_time(done.watermark)} ({done.state})"
+        )
 
     def do_status(self, options) -> None:
         """Print one stream (an object in JSON) or every stream (a list in JSON)."""
