@@ -1,11 +1,16 @@
-"""`cdc_stream validate`: one line per check of the simulator, exit 1 when one fails, nothing created."""
+"""`cdc_stream validate`: one line per check, exit 1 when one fails; release-lease and reread refusals."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
-from streams.models import Stream
+from partitions.models import Partition
+from streams.models import AuditEntry, Stream
+from tests.factories import make_stream
 
 pytestmark = pytest.mark.django_db
 
@@ -59,3 +64,22 @@ def test_a_bad_flag_is_refused_before_the_source_is_asked(simulator):
     assert error is not None
     assert error.returncode == 2
     assert lines == []
+
+
+def test_partition_actions_refuse_with_status_2_and_act_when_they_apply():
+    stream = make_stream("orders", Stream.State.RUNNING, start_at=timezone.now() - timedelta(minutes=10))
+    partition = Partition.objects.create(
+        stream=stream, token="t", state=Partition.State.RUNNING, start_at=stream.start_at,
+        watermark=stream.start_at + timedelta(minutes=5),
+    )  # fmt: skip
+    with pytest.raises(CommandError, match="no reader holds its lease") as refused:
+        call_command("cdc_stream", "release-lease", str(partition.pk))
+    assert refused.value.returncode == 2
+    with pytest.raises(CommandError, match="no partition with id 999999"):
+        call_command("cdc_stream", "release-lease", "999999")
+    with pytest.raises(CommandError, match="is after the partition's watermark"):
+        call_command("cdc_stream", "reread", str(partition.pk), "--from", "-1m")
+    call_command("cdc_stream", "reread", str(partition.pk), "--from", "-9m")
+    partition.refresh_from_db()
+    assert partition.watermark < stream.start_at + timedelta(minutes=2)
+    assert AuditEntry.objects.get().action == "reread"
