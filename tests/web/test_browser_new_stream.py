@@ -61,7 +61,7 @@ def test_operator_checks_a_new_stream_fixes_it_and_creates_it(
     assert "the change stream's name" in driver.page_source
     _fill(driver, {
         "name": "checked", "project": "p", "instance": "i", "database": "demo-db", "change_stream": "Orders",
-        "emulator_host": sim.emulator_host, "start_at": "-5m",
+        "emulator_host": sim.emulator_host, "start_at": "-5m", "heartbeat_ms": "1000",
     })  # fmt: skip
     # when they press Check, then the failure shows beside the change stream's field
     driver.find_element(By.ID, "check").click()

@@ -7,11 +7,13 @@ import re
 import time
 from datetime import timedelta
 
+import pyarrow.compute as pc
 import pytest
 from django.utils import timezone
 
 from partitions.models import Partition
 from partitions.pipeline import landing
+from partitions.sources.landing import DEDUPE_KEY
 from streams.models import AuditEntry, Stream
 from tests.partitions.pipeline.conftest import TEST_ENV
 from tests.partitions.pipeline.test_pipeline import (
@@ -47,6 +49,20 @@ def held_by(stream: Stream, worker: str):
         .filter(lease_expires_at__gt=timezone.now() + timedelta(seconds=10))
         .order_by("pk")
     )
+
+
+def report_totals(table) -> dict:
+    """Return the totals a report computes over a landing zone: deduped on the order key, as Spark does.
+
+    tests/reports/test_report_spark.py holds the report job's totals equal to these.
+    """
+    unique = table.group_by(list(DEDUPE_KEY)).aggregate([("mod_bytes", "max")])
+    return {
+        "mods": unique.num_rows,
+        "records": unique.group_by(list(DEDUPE_KEY[:4])).aggregate([]).num_rows,
+        "bytes": pc.sum(unique["mod_bytes_max"]).as_py(),
+        "transactions": len(pc.unique(table["server_transaction_id"])),
+    }
 
 
 def lease_started_at(pipeline, worker: str, partition_id: int) -> float | None:
@@ -121,5 +137,6 @@ def test_a_reread_lands_a_finished_partition_again_and_dedupe_keeps_the_ground_t
     assert again.num_rows - landed.num_rows >= once
     # and the landing zone, deduped as reports dedupe it, is still exactly the ground truth
     assert landed_keys(pipeline, stream) == truth_keys(sim, stream)
+    assert report_totals(again) == report_totals(landed)
     entry = AuditEntry.objects.get(partition_id=target.pk, action="reread")
     assert entry.before["state"] == "FINISHED"
