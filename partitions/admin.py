@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+
+from streams.access import can_operate
 
 from .models import LagSample, Partition, PartitionEdge
+from .pipeline import partition_actions
+from .pipeline.queue import NAMED
 
 
 class ReadOnly:
@@ -33,6 +37,42 @@ class PartitionAdmin(ReadOnlyAdmin):
     list_filter = ("state", "stalled", "stream")
     search_fields = ("token", "stream__name")
     list_select_related = ("stream",)
+    actions = ("release_leases", "reread_from_start")
+
+    def has_operate_permission(self, request) -> bool:
+        """Return True if the user may act on streams (the same rule as the pages and the API)."""
+        return can_operate(request.user)
+
+    def _run(self, request, queryset, verb: str, act) -> None:
+        """Apply act to every selected partition; report each refusal instead of failing the page."""
+        done = []
+        for partition in queryset:
+            try:
+                act(partition, request.user.get_username())
+            except partition_actions.ActionRefused as refused:
+                self.message_user(request, str(refused), messages.ERROR)
+            else:
+                done.append(str(partition.pk))
+        if done:
+            self.message_user(request, f"{verb}: partitions {', '.join(done)}", messages.SUCCESS)
+
+    @admin.action(description="Release the leases of selected partitions", permissions=["operate"])
+    def release_leases(self, request, queryset):
+        self._run(
+            request,
+            queryset,
+            "Leases released",
+            lambda p, by: partition_actions.release_lease(p.pk, by, NAMED),
+        )
+
+    @admin.action(description="Re-read selected partitions from their start", permissions=["operate"])
+    def reread_from_start(self, request, queryset):
+        self._run(
+            request,
+            queryset,
+            "Re-reading",
+            lambda p, by: partition_actions.reread(p.pk, p.start_at, by, NAMED),
+        )
 
 
 @admin.register(PartitionEdge)

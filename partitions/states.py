@@ -8,8 +8,9 @@
     RUNNING     RUNNING     a reader took the lease again (next window)       leases.take
     RUNNING     FINISHED    its read ended it, in the checkpoint that         checkpoint.save_progress
                             stores its children (or at the stream's end)
+    FINISHED    SCHEDULED   an operator re-reads it from a time               partition_actions.reread
 
-Nothing moves back: a recovery from now or a timestamp deletes the unfinished
+Nothing else moves back: a recovery from now or a timestamp deletes the unfinished
 partitions and finds new roots instead (starting.discard_unfinished).
 """
 
@@ -26,6 +27,7 @@ MOVES: frozenset[tuple[str, str]] = frozenset(
         (P.SCHEDULED, P.RUNNING),
         (P.RUNNING, P.RUNNING),
         (P.RUNNING, P.FINISHED),
+        (P.FINISHED, P.SCHEDULED),
     }
 )
 INITIAL = {"root": P.SCHEDULED, "child": P.CREATED}

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from datetime import timedelta
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Case, Count, IntegerField, Value, When
-from django.http import QueryDict
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
 from streams.access import can_operate
-from streams.models import Stream, StreamError
+from streams.models import AuditEntry, Stream, StreamError
+from streams.times import parse_form_time
 
 from .models import LagSample, Partition, PartitionEdge
+from .pipeline import partition_actions
+from .pipeline.queue import NAMED
 from .progress import horizon, partition_lag
 from .sources import KINDS
 
@@ -211,6 +218,48 @@ def partition_detail(request, pk: int):
         "errors": list(errors.filter(partition_token=partition.token)[:20]),
         "cursor_rows": cursor_rows(partition),
         "can_operate": can_operate(request.user),
+        "audit_entries": list(
+            AuditEntry.objects.filter(partition_id=partition.pk).order_by("-at", "-id")[:50]
+        ),
         **_ancestor_context(partition),
     }
     return render(request, "partitions/detail.html", context)
+
+
+@login_required
+@require_POST
+def partition_action(request, pk: int, action: str):
+    """Release the partition's lease or re-read it from a time, then show the outcome on its page."""
+    if action not in ("release-lease", "reread"):
+        raise Http404("no such action")
+    if not can_operate(request.user):
+        raise PermissionDenied("only operators may act on partitions")
+    partition = get_object_or_404(Partition, pk=pk)
+    by = request.user.get_username()
+    try:
+        if action == "release-lease":
+            partition_actions.release_lease(partition.pk, by, NAMED)
+            messages.success(
+                request, "Lease released: the partition's read is queued for the next free reader."
+            )
+        else:
+            at = _form_time(request.POST.get("from", ""), partition)
+            done = partition_actions.reread(partition.pk, at, by, NAMED)
+            messages.success(request, f"Re-reading from {done.watermark:%Y-%m-%d %H:%M:%S} UTC.")
+    except partition_actions.ActionRefused as refused:
+        messages.error(request, str(refused))
+    return redirect(reverse("partition-detail", args=[pk]))
+
+
+def _form_time(raw: str, partition: Partition):
+    """Return the form's UTC time, or raise ActionRefused saying what is wrong with it.
+
+    The form shows whole seconds: its default, the start truncated, means the start itself.
+    """
+    try:
+        at = parse_form_time(raw.strip())
+    except ValueError as unreadable:
+        raise partition_actions.ActionRefused(
+            f"the time to re-read from: {unreadable}", partition.state
+        ) from None
+    return partition.start_at if timedelta(0) < partition.start_at - at < timedelta(seconds=1) else at

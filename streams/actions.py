@@ -17,7 +17,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from . import dispatch, kinds
+from . import audit, dispatch, kinds
 from .models import Stream, StreamOperation
 from .times import format_time
 from .transitions import TransitionNotAllowed, transition
@@ -39,8 +39,10 @@ def start(stream: Stream, by: str, reason: str = "") -> Stream:
     """Start a stream that has never run: STARTING, then the start task finds the roots."""
     if kinds.watched(stream.source_kind):
         return _operate(stream, "resume", by)  # the source starts a stream that never ran by resuming it
+    before = audit.stream_before(stream)
     with transaction.atomic():
         stream = transition(stream, S.STARTING, by=by, reason=reason or f"started by {by}", action="start")
+        audit.record(stream, "start", by, reason, before)
         _enqueue("start_stream_task", stream.pk)
     return stream
 
@@ -49,6 +51,7 @@ def pause(stream: Stream, by: str, reason: str = "") -> Stream:
     """Pause a stream: DRAINING while readers close their windows, then PAUSED."""
     if kinds.watched(stream.source_kind):
         return _operate(stream, "pause", by)
+    before = audit.stream_before(stream)
     with transaction.atomic():
         stream = transition(
             stream,
@@ -58,6 +61,7 @@ def pause(stream: Stream, by: str, reason: str = "") -> Stream:
             action="pause",
             paused_at=timezone.now(),
         )
+        audit.record(stream, "pause", by, reason, before)
         _enqueue("drain_stream_task", stream.pk)
     return stream
 
@@ -73,6 +77,7 @@ def resume(stream: Stream, by: str, reason: str = "") -> Stream:
             current=stream.state,
             to_state=S.STARTING,
         )
+    before = audit.stream_before(stream)
     with transaction.atomic():
         stream = transition(
             stream,
@@ -82,6 +87,7 @@ def resume(stream: Stream, by: str, reason: str = "") -> Stream:
             action="resume",
             resume_from=None,
         )
+        audit.record(stream, "resume", by, reason, before)
         _enqueue("start_stream_task", stream.pk)
     return stream
 
@@ -99,6 +105,7 @@ def recover(
         return _operate(stream, "recover", by, start=watched_start(strategy, timestamp))
     resume_from = recovery_point(stream, strategy, timestamp)
     where = "watermarks" if resume_from is None else format_time(resume_from)
+    before = audit.stream_before(stream)
     with transaction.atomic():
         stream = transition(
             stream,
@@ -110,6 +117,9 @@ def recover(
             reached_end_at=None,
             consecutive_failures=0,
             next_retry_at=None,
+        )
+        audit.record(
+            stream, "recover", by, f"from {strategy} ({where})" + (f": {reason}" if reason else ""), before
         )
         _enqueue("start_stream_task", stream.pk)
     return stream
@@ -191,5 +201,7 @@ def _operate(stream: Stream, action: str, by: str, target: str = "", **arguments
         operation = StreamOperation.objects.create(
             stream=locked, action=action, target=target, arguments=arguments, by=by
         )
+        # Audited like a read stream's action; the source's answer shows on the operation.
+        audit.record(locked, action, by, target, audit.stream_before(locked))
         dispatch.send_after_commit("partitions.watch.tasks.operate_stream_task", operation.pk)
     return locked

@@ -208,3 +208,29 @@ class StreamOperation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target} ({self.status})".replace("  ", " ")
+
+
+class AuditEntry(models.Model):
+    """One operator action on a stream or one of its partitions: who, when, what, and the state before.
+
+    Stream actions (start, pause, resume, recover, edits) and partition actions (release a
+    lease, re-read) are all written here, in the transaction that does them.
+    """
+
+    stream = models.ForeignKey(Stream, on_delete=models.CASCADE, related_name="audit_entries")
+    # The partition's id and token, not a foreign key: streams knows nothing of partitions,
+    # and the entry outlives a partition that a recovery deletes. 0 / "": a stream action.
+    partition_id = models.BigIntegerField(default=0)
+    partition_token = models.CharField(max_length=1000, blank=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    by = models.CharField(max_length=150, help_text="user name, or the command that acted")
+    action = models.CharField(max_length=50)
+    detail = models.TextField(blank=True)
+    before = models.JSONField(default=dict, blank=True, help_text="the state acted on, as it was before")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["stream", "-at"], name="auditentry_stream_at")]
+
+    def __str__(self) -> str:
+        return f"{self.stream_id}: {self.action} by {self.by}"

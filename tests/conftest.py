@@ -174,5 +174,5 @@ def unfinished_kind(monkeypatch) -> str:
     from partitions.sources import KINDS
 
     reason = "streams of this kind cannot be created yet: its pipeline is not finished (a test)"
-    monkeypatch.setattr(KINDS["spanner_commit_timestamp"], "unavailable", reason)
-    return "spanner_commit_timestamp"
+    monkeypatch.setattr(KINDS["bigtable"], "unavailable", reason)
+    return "bigtable"

@@ -13,9 +13,9 @@ from django.shortcuts import redirect
 from partitions.admin import ReadOnly, ReadOnlyAdmin
 from partitions.progress import StreamProgress, progress
 from partitions.sources import DEFAULT_KIND, KINDS
-from streams import actions
+from streams import actions, audit
 from streams.access import can_operate
-from streams.models import Stream, StreamError, StreamOperation, StreamTransition
+from streams.models import AuditEntry, Stream, StreamError, StreamOperation, StreamTransition
 from streams.transitions import TransitionNotAllowed
 
 from . import deletion
@@ -68,6 +68,12 @@ class StreamErrorInline(ReadOnlyInline):
     fields = readonly_fields = ("at", "kind", "code", "message", "attempt", "partition_token")
 
 
+class AuditEntryInline(ReadOnlyInline):
+    model = AuditEntry
+    fields = readonly_fields = ("at", "by", "action", "detail", "partition_id", "partition_token", "before")
+    ordering = ("-at", "-id")
+
+
 @admin.register(Stream)
 class StreamAdmin(admin.ModelAdmin):
     list_display = ("name", "source_kind", "source", "state", "state_reason", "lag", "partitions", "records")
@@ -84,9 +90,11 @@ class StreamAdmin(admin.ModelAdmin):
     )
 
     def get_inlines(self, request, obj):
-        """Return the inlines; a stream being added has no operations yet."""
+        """Return the inlines and the audit log; a stream being added has no operations nor log yet."""
         inlines = super().get_inlines(request, obj)
-        return inlines if obj is not None else tuple(i for i in inlines if i is not StreamOperationInline)
+        if obj is None:
+            return tuple(i for i in inlines if i is not StreamOperationInline)
+        return (*inlines, AuditEntryInline)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         """Return the form of the stream's kind (when adding: ?source_kind=, else a Spanner change stream)."""
@@ -105,6 +113,17 @@ class StreamAdmin(admin.ModelAdmin):
             (f"{kind.label} settings", {"fields": settings}),
             ("State", {"fields": STATE_FIELDS}),
         )
+
+    def save_model(self, request, obj, form, change):
+        """Save the stream; an edit goes to the audit log with the values it replaced."""
+        if change and form.changed_data:
+            old = Stream.objects.filter(pk=obj.pk).values().first() or {}
+            before = {name: str(old.get(name, "")) for name in form.changed_data if name in old}
+            super().save_model(request, obj, form, change)
+            detail = f"changed {', '.join(form.changed_data)} in the admin"
+            audit.record(obj, "edit", request.user.get_username(), detail, before)
+            return
+        super().save_model(request, obj, form, change)
 
     def get_actions(self, request):
         """Offer the operator actions, not the bulk delete: a stream is deleted one at a time, saying
@@ -213,6 +232,14 @@ class StreamAdmin(admin.ModelAdmin):
     )
     def recover_from_now(self, request, queryset):
         self._run(request, queryset, "Recovering", lambda s, by: actions.recover(s, "now", by=by))
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    list_display = ("at", "stream", "action", "by", "partition_id", "detail")
+    list_filter = ("action",)
+    search_fields = ("stream__name", "by", "partition_token")
+    list_select_related = ("stream",)
 
 
 @admin.register(StreamTransition)

@@ -2,11 +2,12 @@
 
 from django.urls import include, path
 
-from . import views
+from . import new_stream, views
 
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("streams/rows/", views.overview_rows, name="overview-rows"),
+    path("streams/new/", new_stream.new_stream, name="stream-new"),
     path("streams/<int:pk>/", views.stream_detail, name="stream-detail"),
     path("streams/<int:pk>/panel/", views.stream_panel, name="stream-panel"),
     path("streams/<int:pk>/history/", views.stream_history, name="stream-history"),

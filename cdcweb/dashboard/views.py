@@ -85,6 +85,7 @@ def _history_context(stream: Stream) -> dict:
         "stream": stream,
         "transitions": list(stream.transitions.order_by("-at", "-id")[:HISTORY_ROWS]),
         "errors": errors,
+        "audit_entries": list(stream.audit_entries.order_by("-at", "-id")[:HISTORY_ROWS]),
     }
 
 

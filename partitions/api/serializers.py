@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from partitions.models import Partition
 from partitions.progress import partition_lag
+from streams.api.fields import StrictDateTimeField
 from streams.times import parse_time
 
 
@@ -166,3 +167,16 @@ class LagPointSerializer(serializers.Serializer):
     resolution_seconds = serializers.IntegerField()
     holding_partition = serializers.CharField(allow_null=True, help_text="token of the partition holding lag")
     holding_partition_id = serializers.IntegerField(allow_null=True)
+
+
+class RereadSerializer(serializers.Serializer):
+    """The body of a re-read: the time to read the partition again from (its start at the earliest)."""
+
+    locals()["from"] = StrictDateTimeField(help_text="ISO 8601 with a zone; not before the partition's start")
+
+
+class RefusedSerializer(serializers.Serializer):
+    """A partition action that does not apply: why, and the partition's state."""
+
+    detail = serializers.CharField()
+    current_state = serializers.ChoiceField(choices=Partition.State.choices)

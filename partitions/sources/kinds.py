@@ -19,11 +19,13 @@ it never compares a kind's name or probes for an attribute.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .base import NewPartition, PartitionState, Setting, Source
+from .checks import Check
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,14 @@ class SourceKind(ABC):
         """Return a partition's resume state as (what, value) rows for its page (none: nothing to show)."""
         return []
 
+    def checks(self, values: dict[str, Any], start: datetime | None = None) -> Sequence[Check]:
+        """Return what to ask the source before a stream of cleaned settings exists (checks.py).
+
+        Each check names the setting it is about and fails with the reason the stream would
+        fail; ``start`` is the stream's start (None: now). A kind with nothing to ask has none.
+        """
+        return ()
+
     def cost_model(self, values: dict[str, Any]) -> tuple[Assumption, ...]:
         """Return the cost report's price model (the Spark job's PriceModel fields), each with its source."""
         return ()
@@ -131,6 +141,14 @@ class ReadKind(SourceKind):
     @abstractmethod
     def connect(self, values: dict[str, Any]) -> Source:
         """Return a Source for cleaned settings (endpoints from the environment where the client's own)."""
+
+    def reread_cursor(self, cursor: dict[str, Any], at: datetime) -> dict[str, Any] | None:
+        """Return the cursor of a partition to be read again from `at` (its new watermark).
+
+        None: this kind cannot read a partition again from a time (the operator is told so).
+        A kind whose reads start from the watermark alone returns ``{}``.
+        """
+        return None
 
     @abstractmethod
     def merge_cursor(self, stored: dict[str, Any], contribution: dict[str, Any]) -> dict[str, Any]:

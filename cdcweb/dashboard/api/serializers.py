@@ -13,10 +13,17 @@ from cdcweb.dashboard.kinds import SettingsError, api_field, clean_settings, fro
 from cdcweb.dashboard.limits import end_misfit
 from partitions.progress import StreamProgress, progress_of
 from partitions.sources import DEFAULT_KIND, KINDS
-from streams import kinds
+from streams import audit, kinds
 from streams.actions import BACKFILL_ACTIONS, RECOVERY_STRATEGIES
 from streams.api.fields import StrictDateTimeField
-from streams.models import Stream, StreamError, StreamOperation, StreamTransition, heartbeat_misfit
+from streams.models import (
+    AuditEntry,
+    Stream,
+    StreamError,
+    StreamOperation,
+    StreamTransition,
+    heartbeat_misfit,
+)
 
 
 def attach_progress(streams: list[Stream]) -> list[Stream]:
@@ -133,11 +140,20 @@ class StreamSerializer(serializers.ModelSerializer):
     def update(self, instance: Stream, validated_data: dict) -> Stream:
         """Save only the fields this request changed: a transition may be saving the state meanwhile."""
         changed = [name for name, value in validated_data.items() if getattr(instance, name) != value]
+        before = {name: _jsonable(getattr(instance, name)) for name in changed}
         for name in changed:
             setattr(instance, name, validated_data[name])
         if changed:
             instance.save(update_fields=[*changed, "updated_at"])
+            request = self.context.get("request")
+            by = request.user.get_username() if request is not None else "api"
+            audit.record(instance, "edit", by, f"changed {', '.join(changed)}", before)
         return instance
+
+
+def _jsonable(value):
+    """Return a field's value as the audit log stores it (times as ISO 8601)."""
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 @functools.cache
@@ -161,6 +177,22 @@ def kind_serializer(name: str) -> type[StreamSerializer]:
 def kind_serializers() -> dict[str, type[StreamSerializer]]:
     """Return every registered kind's stream serializer, by kind name (made once per kind)."""
     return {name: _kind_serializer(kind) for name, kind in KINDS.items()}
+
+
+class CheckResultSerializer(serializers.Serializer):
+    """One check of a stream's settings against its source: passed or not, and what it found."""
+
+    check = serializers.CharField()
+    ok = serializers.BooleanField()
+    detail = serializers.CharField()
+    setting = serializers.CharField(help_text="the setting the check is about (blank: none in particular)")
+
+
+class ValidationSerializer(serializers.Serializer):
+    """The answer of validate: ok when every check passed, and each check in the order it ran."""
+
+    ok = serializers.BooleanField()
+    checks = CheckResultSerializer(many=True)
 
 
 class ActionSerializer(serializers.Serializer):
@@ -202,6 +234,14 @@ class StreamTransitionSerializer(serializers.ModelSerializer):
     class Meta:
         model = StreamTransition
         fields = ("id", "from_state", "to_state", "at", "by", "reason")
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    """One operator action on the stream or one of its partitions (partition 0: the stream itself)."""
+
+    class Meta:
+        model = AuditEntry
+        fields = ("id", "at", "by", "action", "detail", "partition_id", "partition_token", "before")
 
 
 class StreamErrorSerializer(serializers.ModelSerializer):

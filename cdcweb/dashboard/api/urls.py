@@ -3,7 +3,13 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from .views import StreamErrorViewSet, StreamOperationViewSet, StreamTransitionViewSet, StreamViewSet
+from .views import (
+    StreamAuditViewSet,
+    StreamErrorViewSet,
+    StreamOperationViewSet,
+    StreamTransitionViewSet,
+    StreamViewSet,
+)
 
 router = SimpleRouter()
 router.register("streams", StreamViewSet, basename="stream")
@@ -15,6 +21,7 @@ urlpatterns = [
         StreamTransitionViewSet.as_view({"get": "list"}),
         name="stream-transitions",
     ),
+    path("streams/<int:stream_pk>/audit/", StreamAuditViewSet.as_view({"get": "list"}), name="stream-audit"),
     path(
         "streams/<int:stream_pk>/errors/", StreamErrorViewSet.as_view({"get": "list"}), name="stream-errors"
     ),

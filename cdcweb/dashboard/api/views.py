@@ -25,7 +25,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from cdcweb.dashboard import deletion
+from cdcweb.dashboard import deletion, validation
 from partitions import queries
 from partitions.api.serializers import LagPointSerializer, LineageSerializer, WindowSerializer
 from partitions.models import Partition
@@ -35,12 +35,13 @@ from partitions.watch import importing
 from streams import actions
 from streams.api.cache import CachedReadMixin
 from streams.api.nested import STREAM_PK, StreamChildViewSet
-from streams.models import Stream, StreamError, StreamOperation, StreamTransition
+from streams.models import AuditEntry, Stream, StreamError, StreamOperation, StreamTransition
 from streams.transitions import TransitionNotAllowed
 
 from .filtersets import StreamErrorFilterSet, StreamFilterSet
 from .serializers import (
     ActionSerializer,
+    AuditEntrySerializer,
     BackfillSerializer,
     ConflictSerializer,
     ImportDatastreamSerializer,
@@ -50,6 +51,7 @@ from .serializers import (
     StreamOperationSerializer,
     StreamSerializer,
     StreamTransitionSerializer,
+    ValidationSerializer,
     attach_progress,
     kind_serializer,
     kind_serializers,
@@ -144,6 +146,15 @@ def _act(view, request, do) -> Response:
     create=extend_schema(request=ANY_STREAM, responses={201: ANY_STREAM}),
     update=extend_schema(request=ANY_STREAM, responses=ANY_STREAM),
     partial_update=extend_schema(request=ANY_STREAM, responses=ANY_STREAM),
+    validate=extend_schema(
+        request=ANY_STREAM,
+        responses={
+            200: ValidationSerializer,
+            400: OpenApiResponse(
+                description="a setting is refused as a create would refuse it, with field errors"
+            ),
+        },
+    ),
     start=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
     pause=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
     resume=extend_schema(request=ActionSerializer, responses=ACTION_RESPONSES),
@@ -182,7 +193,7 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
 
     def get_serializer_class(self):
         """Return the serializer of the stream's kind for writes (create: the kind asked for)."""
-        if self.action == "create":
+        if self.action in ("create", "validate"):
             data = self.request.data
             asked = data.get("source_kind", DEFAULT_KIND) if hasattr(data, "get") else DEFAULT_KIND
             return (
@@ -222,6 +233,15 @@ class StreamViewSet(CachedReadMixin, viewsets.ModelViewSet):
                 return Response(body, status=status.HTTP_409_CONFLICT)
             return Response({"data": [str(refused)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @action(detail=False, methods=["post"])
+    def validate(self, request):
+        """Check a create's body against the source itself, creating nothing: each check's result."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        results = validation.validate(data["source_kind"], data["connection"], data.get("start_at"))
+        return Response(validation.as_body(results))
 
     @action(detail=True, methods=["post"])
     def start(self, request, pk=None):
@@ -322,3 +342,10 @@ class StreamOperationViewSet(StreamChildViewSet):
 
     queryset = StreamOperation.objects.order_by("-created_at", "-id")
     serializer_class = StreamOperationSerializer
+
+
+class StreamAuditViewSet(StreamChildViewSet):
+    """Operator actions on a stream and its partitions, newest first: who, when, what, the state before."""
+
+    queryset = AuditEntry.objects.order_by("-at", "-id")
+    serializer_class = AuditEntrySerializer

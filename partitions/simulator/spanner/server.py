@@ -26,6 +26,7 @@ from partitions.simulator.core.server import GrpcSimulator
 from . import encode
 from .config import SimulatorConfig
 from .faults import StreamFaults
+from .information_schema import answer, is_information_schema_query, result_sets
 from .sql import QueryError, QuerySpec, check_query, check_retention, is_change_stream_query, parse_query
 from .stream import CHILD, DATA, HEARTBEAT, Position, initial_items, partition_items
 from .table_service import TableQueryLogEntry, TableService
@@ -121,6 +122,9 @@ class SimulatorServer(GrpcSimulator):
 
     def execute_streaming_sql(self, request, context):
         database = self._database(request.session, context)
+        if is_information_schema_query(request.sql):
+            yield self._information_schema(request, database, context)
+            return
         if not is_change_stream_query(request.sql):
             yield from self.tables.execute(request, database, context)
             return
@@ -145,6 +149,16 @@ class SimulatorServer(GrpcSimulator):
             raise
         finally:
             entry.closed_at = time.monotonic()
+
+    def _information_schema(self, request, database: str, context) -> bytes:
+        """Return the answer to an INFORMATION_SCHEMA query (one message), or abort as Spanner would."""
+        try:
+            columns, rows = answer(
+                request.sql, request.params.fields, self.config, self.config.dialect_of(database)
+            )
+        except QueryError as error:
+            context.abort(error.code, error.message)
+        return result_sets(columns, rows)
 
     def register(self, server: grpc.Server) -> None:
         """Add the Spanner service and the part of DatabaseAdmin the client asks for the dialect."""

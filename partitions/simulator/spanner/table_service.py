@@ -15,7 +15,18 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from google.cloud.spanner_v1 import ResultSetMetadata, StructType, Transaction, Type, TypeCode
+from google.cloud.spanner_v1 import (
+    ExecuteSqlRequest,
+    PartialResultSet,
+    PlanNode,
+    QueryPlan,
+    ResultSetMetadata,
+    ResultSetStats,
+    StructType,
+    Transaction,
+    Type,
+    TypeCode,
+)
 
 from partitions.simulator.core.clock import to_datetime, to_us
 from partitions.simulator.core.config import parse_timestamp
@@ -107,6 +118,9 @@ class TableService:
         query = parse_table_query(request.sql)
         plan = resolve(query, dialect, request.params.fields, request.param_types, self.histories)
         entry.table, entry.index, entry.shard = plan.table.name, query.index, plan.shard
+        if request.query_mode == ExecuteSqlRequest.QueryMode.PLAN:
+            yield query_plan(plan.table, query.index)
+            return
         read_us, begun = self.transactions.read_timestamp(request.transaction)
         entry.read_timestamp, entry.began_transaction = to_datetime(read_us), begun is not None
         rows = (
@@ -137,6 +151,33 @@ class TableService:
         """Return the CREATE statements of a dialect's tables."""
         shards = self.server.config.table_shards
         return [s for t in TABLES if t.dialect == dialect for s in t.ddl(shards)]
+
+
+def query_plan(table: WatchedTable, index: str | None) -> bytes:
+    """Return the PLAN mode answer: the row type and a plan whose scan reads the index or the table.
+
+    The simulator scans an index only when the query forces it (FORCE_INDEX), so a poll
+    without the hint shows a table scan, as a planner that ignores the index would.
+    """
+    scan = {"scan_type": "IndexScan" if index else "TableScan", "scan_target": index or table.name}
+    relational = PlanNode.Kind.RELATIONAL
+    nodes = [
+        PlanNode(
+            index=0, kind=relational, display_name="Distributed Union", child_links=[{"child_index": 1}]
+        ),
+        PlanNode(index=1, kind=relational, display_name="Serialize Result", child_links=[{"child_index": 2}]),
+        PlanNode(index=2, kind=relational, display_name="Scan", metadata=scan),
+    ]
+    fields = [
+        StructType.Field(name=name, type_=Type(code=TypeCode[code]))
+        for name, code in zip(table.columns, table.codes(), strict=True)
+    ]
+    return PartialResultSet.serialize(
+        PartialResultSet(
+            metadata=ResultSetMetadata(row_type=StructType(fields=fields)),
+            stats=ResultSetStats(query_plan=QueryPlan(plan_nodes=nodes)),
+        )
+    )
 
 
 def _resume_position(token: bytes) -> int:

@@ -21,8 +21,10 @@ from partitions.sources.base import (
     SettingsError,
     whole_hours,
 )
+from partitions.sources.checks import Check
 from partitions.sources.kinds import Assumption, ReadKind
 
+from . import checks as source_checks
 from . import cost
 from . import cursor as cursors
 from .client import data_client, emulator_host, table_path
@@ -147,6 +149,10 @@ class BigtableKind(ReadKind):
     def cursor_rows(self, cursor: dict[str, Any]) -> list[tuple[str, str]]:
         """Return the partition's continuation tokens (by row range) and low watermark, for its page."""
         return cursors.cursor_rows(cursor)
+
+    def checks(self, values: dict[str, Any], start: datetime | None = None) -> list[Check]:
+        """Return the table, change stream, app profile and retention checks."""
+        return source_checks.checks(values, start)
 
     def notes(self, values: dict[str, Any]) -> list[str]:
         """Return what a reader of Bigtable change streams must know."""

@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from partitions.sources.base import Setting, SettingsError, whole_hours
+from partitions.sources.checks import Check
 from partitions.sources.kinds import WatchedKind
 
+from . import checks as source_checks
 from . import operations
 from .client import DatastreamApi, shared_api
 from .metrics import StreamMetrics
@@ -82,6 +84,10 @@ class DatastreamKind(WatchedKind):
         if errors:
             raise SettingsError(errors)
         return {**cleaned, "log_retention_hours": retention}
+
+    def checks(self, values: dict[str, Any], start: datetime | None = None) -> list[Check]:
+        """Return the checks that the stream exists and is visible, and its metrics."""
+        return source_checks.checks(values, start)
 
     def notes(self, values: dict[str, Any]) -> list[str]:
         """Return how cdcweb relates to a Datastream stream."""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from partitions.sources import costs
 from partitions.sources import spanner_settings as common
 from partitions.sources.base import Setting, whole_hours
+from partitions.sources.checks import Check
 from partitions.sources.kinds import Assumption, OwnTokens, ReadKind
 
+from . import checks as source_checks
 from .landing import READ_METHOD
 from .query import validate_stream_name
 from .reader import connect
@@ -72,6 +74,14 @@ class SpannerChangeStreamKind(OwnTokens, ReadKind):
             values["project"], values["instance"], values["database"], values.get("emulator_host") or None
         )
         return ChangeStreamSource(database, values)
+
+    def checks(self, values: dict[str, Any], start: datetime | None = None) -> list[Check]:
+        """Return the database, dialect, change stream, retention and permission checks."""
+        return source_checks.checks(values, start)
+
+    def reread_cursor(self, cursor: dict[str, Any], at: datetime) -> dict[str, Any]:
+        """Return {}: a read with no cursor starts at the partition's watermark."""
+        return {}
 
     def describe(self, values: dict[str, Any]) -> str:
         """Return one line naming the source, as pages show it."""

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from partitions.sources import costs
+from partitions.sources.checks import Check
 from partitions.sources.kinds import Advice, Assumption, OwnTokens, ReadKind
 from partitions.sources.spanner_change_stream.query import GOOGLESQL
 from partitions.sources.spanner_change_stream.reader import connect
 
+from . import checks as source_checks
 from . import settings as settings_module
 from .advisor import advise
 from .landing import READ_METHOD
@@ -39,6 +42,14 @@ class SpannerCommitTimestampKind(OwnTokens, ReadKind):
             values["project"], values["instance"], values["database"], values.get("emulator_host") or None
         )
         return CommitTimestampSource(database, values)
+
+    def checks(self, values: dict[str, Any], start: datetime | None = None) -> list[Check]:
+        """Return the database, table, column, index and query plan checks."""
+        return source_checks.checks(values, start)
+
+    def reread_cursor(self, cursor: dict[str, Any], at: datetime) -> dict[str, Any]:
+        """Return {}: a read with no cursor starts at the partition's watermark."""
+        return {}
 
     def describe(self, values: dict[str, Any]) -> str:
         """Return one line naming the source, as pages show it."""

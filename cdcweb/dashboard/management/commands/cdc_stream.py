@@ -1,9 +1,13 @@
-"""`manage.py cdc_stream create|import-datastream|start|pause|resume|recover|backfill|delete|status`.
+"""`manage.py cdc_stream`: create, validate, import-datastream, start, pause, resume, recover,
+backfill, delete, status, release-lease, reread.
 
-Run streams from a script; watched (Datastream) streams are imported, then operated the same way.
+Run streams from a script; watched (Datastream) streams are imported, then operated the same way;
+``release-lease`` and ``reread`` act on one partition (by id).
 
 Every error is one line on stderr and exit status 2, so a script can tell a
 refusal (wrong state, bad argument) from a crash (status 1 with a traceback).
+``validate`` takes the create flags, prints one line per check of the source and
+exits 1 when a check fails (creating nothing).
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ import textwrap
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from cdcweb.dashboard import deletion
+from cdcweb.dashboard import deletion, validation
 from cdcweb.dashboard.kinds import SettingsError, clean_settings
 from cdcweb.dashboard.status import statuses as stream_statuses
+from partitions.models import Partition
+from partitions.pipeline import partition_actions
+from partitions.pipeline.queue import NAMED
 from partitions.sources import DEFAULT_KIND, KINDS
 from partitions.sources.base import SettingsError as KindSettingsError
 from partitions.sources.base import SourceError
@@ -30,7 +37,7 @@ from streams.models import MAX_HEARTBEAT_MS, MIN_HEARTBEAT_MS, Stream
 from streams.times import format_time, parse_time
 from streams.transitions import TransitionNotAllowed
 
-TIME_OPTIONS = ("--start", "--end", "--timestamp")
+TIME_OPTIONS = ("--start", "--end", "--timestamp", "--from")
 RELATIVE_TIME = re.compile(r"^-\d+(\.\d+)?(us|ms|s|m|h|d)$")
 # Values that start with "-" but are no option: a relative time ("-30m") after a time
 # option, shard values ("-18-18", the form the help and the DDL advisor print) after --shards.
@@ -108,18 +115,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
-        create = sub.add_parser(
-            "create", help="register a stream (NOT_STARTED)", epilog=kinds_epilog(),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )  # fmt: skip
-        create.add_argument("name")
-        create.add_argument("--kind", choices=list(KINDS), default=DEFAULT_KIND, help="the kind of source")
-        for flag, (dest, help_text) in setting_flags().items():
-            create.add_argument(flag, dest=dest, default=None, help=help_text)
-        create.add_argument("--start", default="now", help="ISO 8601 with a zone, 'now' or '-30m'")
-        create.add_argument("--end", default=None, help="ISO 8601 with a zone, 'now' or '+1h'")
-        create.add_argument("--heartbeat-ms", type=int, default=10_000)
-        create.add_argument("--window-seconds", type=int, default=60)
+        for name, help_text in (
+            ("create", "register a stream (NOT_STARTED)"),
+            ("validate", "check a create's flags against the source"),
+        ):
+            _add_create_flags(
+                sub.add_parser(
+                    name,
+                    help=help_text,
+                    epilog=kinds_epilog(),
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                )
+            )
         for name in ("start", "pause", "resume"):
             sub.add_parser(name, help=f"{name} a stream").add_argument("name")
         recover = sub.add_parser("recover", help="recover a FAILED_PERMANENTLY stream")
@@ -148,6 +155,13 @@ class Command(BaseCommand):
             "--data", choices=list(deletion.DATA), default="",
             help="what becomes of its landed files: keep them (read by nothing) or purge them",
         )  # fmt: skip
+        release = sub.add_parser("release-lease", help="end the lease a reader holds on a partition")
+        release.add_argument("partition", type=int, help="the partition's id")
+        reread = sub.add_parser(
+            "reread", help="read a partition again from a time, landing its records again"
+        )
+        reread.add_argument("partition", type=int, help="the partition's id")
+        reread.add_argument("--from", dest="at", required=True, help="ISO 8601 with a zone, or '-30m'")
         status = sub.add_parser("status", help="show streams")
         status.add_argument("name", nargs="?")
         status.add_argument("--json", action="store_true", help="print JSON")
@@ -155,8 +169,13 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         action = options["action"].replace("-", "_")
         try:
-            getattr(self, f"do_{action}")(options)
-        except (TransitionNotAllowed, actions.InvalidAction, deletion.DeletionRefused) as exc:
+            getattr(self, f"do_{action.replace('-', '_')}")(options)
+        except (
+            TransitionNotAllowed,
+            actions.InvalidAction,
+            deletion.DeletionRefused,
+            partition_actions.ActionRefused,
+        ) as exc:
             raise refuse(str(exc)) from None
         except KindSettingsError as exc:
             raise refuse("; ".join(f"--{n.replace('_', '-')}: {m}" for n, m in exc.errors.items())) from None
@@ -189,6 +208,26 @@ class Command(BaseCommand):
 
     def do_create(self, options) -> None:
         kind = KINDS[options["kind"]]
+        stream = self._new_stream(kind, options)
+        stream.save()
+        end = format_time(stream.end_at) if stream.end_at else "no end"
+        self.stdout.write(
+            f"created stream '{stream.name}' ({stream.state}): {kind.describe(stream.connection)}, "
+            f"from {format_time(stream.start_at)} to {end}"
+        )
+
+    def do_validate(self, options) -> None:
+        """Print each check of the source as one line; exit 1 when one fails."""
+        stream = self._new_stream(KINDS[options["kind"]], options)
+        results = validation.validate(stream.source_kind, stream.connection, stream.start_at)
+        for result in results:
+            self.stdout.write(f"{'ok  ' if result.ok else 'FAIL'}  {result.check}: {result.detail}")
+        failures = sum(not r.ok for r in results)
+        if failures:
+            raise CommandError(f"{failures} of {len(results)} checks failed", returncode=1)
+
+    def _new_stream(self, kind, options) -> Stream:
+        """Return the stream the create flags describe, checked as a create checks it (not saved)."""
         stream = Stream(
             name=options["name"],
             source_kind=kind.name,
@@ -199,12 +238,7 @@ class Command(BaseCommand):
             window_seconds=options["window_seconds"],
         )
         self._validate(stream)
-        stream.save()
-        end = format_time(stream.end_at) if stream.end_at else "no end"
-        self.stdout.write(
-            f"created stream '{stream.name}' ({stream.state}): {kind.describe(stream.connection)}, "
-            f"from {format_time(stream.start_at)} to {end}"
-        )
+        return stream
 
     @staticmethod
     def _settings(kind, options) -> dict:
@@ -289,6 +323,23 @@ class Command(BaseCommand):
         purged = f", {done.files_purged} files deleted" if done.data == "purge" else ""
         self.stdout.write(f"deleted stream '{done.name}' (id {done.stream_id}): data {done.data}{purged}")
 
+    @staticmethod
+    def _partition(partition_id: int) -> int:
+        if not Partition.objects.filter(pk=partition_id).exists():
+            raise refuse(f"no partition with id {partition_id} (see the stream's page or the API)")
+        return partition_id
+
+    def do_release_lease(self, options) -> None:
+        done = partition_actions.release_lease(self._partition(options["partition"]), self._by(), NAMED)
+        self.stdout.write(f"partition {done.pk}: lease released ({done.state})")
+
+    def do_reread(self, options) -> None:
+        at = self._time(options["at"], "--from")
+        done = partition_actions.reread(self._partition(options["partition"]), at, self._by(), NAMED)
+        self.stdout.write(
+            f"partition {done.pk}: re-reading from {format_time(done.watermark)} ({done.state})"
+        )
+
     def do_status(self, options) -> None:
         """Print one stream (an object in JSON) or every stream (a list in JSON)."""
         if options["name"]:
@@ -300,6 +351,18 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(payload, indent=2))
         else:
             self.stdout.write(format_table(statuses))
+
+
+def _add_create_flags(parser) -> None:
+    """Add the flags of a create (the name, the kind, every kind's settings, times) to a subcommand."""
+    parser.add_argument("name")
+    parser.add_argument("--kind", choices=list(KINDS), default=DEFAULT_KIND, help="the kind of source")
+    for flag, (dest, help_text) in setting_flags().items():
+        parser.add_argument(flag, dest=dest, default=None, help=help_text)
+    parser.add_argument("--start", default="now", help="ISO 8601 with a zone, 'now' or '-30m'")
+    parser.add_argument("--end", default=None, help="ISO 8601 with a zone, 'now' or '+1h'")
+    parser.add_argument("--heartbeat-ms", type=int, default=10_000)
+    parser.add_argument("--window-seconds", type=int, default=60)
 
 
 def format_table(statuses: list[dict]) -> str:
