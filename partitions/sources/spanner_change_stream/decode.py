@@ -31,6 +31,7 @@ from .records import (
     DataChangeRecord,
     HeartbeatRecord,
     Mod,
+    positional_builder,
 )
 from .schema import (
     CHILD_PARTITION_FIELDS,
@@ -54,6 +55,8 @@ _COLUMN_TYPE_CACHE_LIMIT = 4096
 
 _DCR_WIDTH = len(DATA_CHANGE_RECORD_FIELDS)
 _fromisoformat = datetime.fromisoformat
+_new_data_change_record = positional_builder(DataChangeRecord)
+_new_mod = positional_builder(Mod)
 
 
 class GoogleSqlDecoder:
@@ -131,7 +134,7 @@ class GoogleSqlDecoder:
         plain_mods = _plain_mods(mods.list_value.values)
         if plain_mods is None:
             return None
-        return DataChangeRecord(
+        return _new_data_change_record(
             commit,
             seq_s,
             txid_s,
@@ -242,7 +245,7 @@ def _plain_mods(items: Any) -> tuple[Mod, ...] | None:
                 or type(k) is not dict or type(n) is not dict or type(o) is not dict
             ):  # fmt: skip
                 return None
-            out.append(Mod(k, n, o))
+            out.append(_new_mod(k, n, o))
     except (StopIteration, ValueError):
         return None
     return tuple(out)

@@ -37,6 +37,7 @@ from .records import (
     DataChangeRecord,
     HeartbeatRecord,
     Mod,
+    positional_builder,
 )
 from .schema import (
     CHANGE_RECORD_FIELDS,
@@ -49,6 +50,8 @@ _VALUE_CAPTURE_TYPES = frozenset(VALUE_CAPTURE_TYPES)
 # whitespace regex, about five times faster on the small objects a mod holds.
 _scan_json = json.JSONDecoder().scan_once
 _fromisoformat = datetime.fromisoformat
+_new_data_change_record = positional_builder(DataChangeRecord)
+_new_mod = positional_builder(Mod)
 
 
 def parse_timestamp(text: Any, field: str, partition_token: str | None) -> datetime:
@@ -430,11 +433,11 @@ def plain_data_change_record(body: dict) -> DataChangeRecord | None:
             keys, new, old = mod["keys"], mod["new_values"], mod["old_values"]
             if type(keys) is not dict or type(new) is not dict or type(old) is not dict:
                 return None
-            out.append(Mod(keys, new, old))
+            out.append(_new_mod(keys, new, old))
         column_types = _canonical_column_types(items, table)
     except (KeyError, TypeError, ValueError, _NotCanonical):
         return None
-    return DataChangeRecord(
+    return _new_data_change_record(
         commit, seq, txid, last, table, column_types, tuple(out), mod_type, vct, nrec, npart, tag, system
     )
 
