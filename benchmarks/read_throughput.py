@@ -11,12 +11,15 @@ All rates are data change records per second. Both (a) and (b) include deseriali
 messages, as the client's gRPC path does.
 
 Run: .venv/bin/python benchmarks/read_throughput.py [--tps 100] [--minutes 10] [--repeats 3]
+     [--profile N]  (also print (b)'s cProfile, N functions by own time, per dialect)
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
+import pstats
 import subprocess
 import sys
 import time
@@ -134,6 +137,14 @@ def best_seconds(run, recorded, dialect, repeats: int) -> float:
     return best
 
 
+def print_profile(recorded, dialect: str, top: int) -> None:
+    """Print the functions of one (b) pass that take the most time of their own."""
+    profile = cProfile.Profile()
+    profile.runcall(reader_decode, recorded, dialect)
+    print(f"{dialect}: cProfile of (b), by own time")
+    pstats.Stats(profile, stream=sys.stdout).strip_dirs().sort_stats("tottime").print_stats(top)
+
+
 def tail_rate(port: int, dialect: str, start: datetime, end: datetime) -> tuple[int, float]:
     args = [sys.executable, "manage.py", "tail_change_stream", "--project", "bench", "--instance", "bench"]
     args += ["--database", DATABASES[dialect], "--stream", "Changes", "--emulator-host", f"127.0.0.1:{port}"]
@@ -150,6 +161,7 @@ def main() -> None:
     parser.add_argument("--tps", type=float, default=100.0)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="print (b)'s top N functions")
     args = parser.parse_args()
     epoch = (datetime.now(UTC) - timedelta(minutes=args.minutes + 20)).replace(microsecond=0)
     start = epoch + timedelta(minutes=5)
@@ -164,6 +176,8 @@ def main() -> None:
             recorded, data, served = record_backlog(client, dialect, start, end)
             a = data / best_seconds(default_decode, recorded, dialect, args.repeats)
             b = data / best_seconds(reader_decode, recorded, dialect, args.repeats)
+            if args.profile:
+                print_profile(recorded, dialect, args.profile)
             tailed, wall = tail_rate(port, dialect, start, end)
             assert tailed == data, f"tail read {tailed} data records, the backlog holds {data}"
             c = data / wall

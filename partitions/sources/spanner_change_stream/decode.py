@@ -9,6 +9,7 @@ records (a test checks it); anything unusual falls back to the checking builder 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ChangeRecordError
@@ -30,6 +31,7 @@ from .records import (
     DataChangeRecord,
     HeartbeatRecord,
     Mod,
+    positional_builder,
 )
 from .schema import (
     CHILD_PARTITION_FIELDS,
@@ -52,6 +54,9 @@ _COLUMN_TYPE_CACHE_LIMIT = 4096
 # NULL or a wrong kind reads as).
 
 _DCR_WIDTH = len(DATA_CHANGE_RECORD_FIELDS)
+_fromisoformat = datetime.fromisoformat
+_new_data_change_record = positional_builder(DataChangeRecord)
+_new_mod = positional_builder(Mod)
 
 
 class GoogleSqlDecoder:
@@ -77,14 +82,73 @@ class GoogleSqlDecoder:
                 partition_token=partition_token,
             )
         # A NULL array reads as an empty list_value, so NULL counts as empty for free.
-        data, heartbeat, children = (a.list_value.values for a in arrays)
+        # Unpacked by hand: a generator here cost a tenth of the decode (profile, issue 22).
+        data = arrays[0].list_value.values
+        heartbeat = arrays[1].list_value.values
+        children = arrays[2].list_value.values
         if len(data) + len(heartbeat) + len(children) != 1:
             _fail_kinds((data, heartbeat, children), partition_token)
         if data:
-            return self._data_change_record(data[0].list_value.values, partition_token)
+            values = data[0].list_value.values
+            return self._plain_data_change_record(values, partition_token) or self._data_change_record(
+                values, partition_token
+            )
         if heartbeat:
             return _heartbeat_pb(heartbeat[0].list_value.values, partition_token)
         return _child_partitions_pb(children[0].list_value.values, partition_token)
+
+    def _plain_data_change_record(self, values: Any, token: str | None) -> DataChangeRecord | None:
+        """Return the record if every field is of the usual kind and form, else None.
+
+        One frame, no helper calls: each field is read once, and a falsy read (an empty
+        string or False, which is also what a NULL or a wrong kind reads as) is confirmed
+        by the value's kind inline. Anything else returns None, and the checking decoder
+        below decides, naming what is wrong.
+        """
+        if len(values) != _DCR_WIDTH:
+            return None
+        ts, seq, txid, last, table, ctypes, mods, mod_type, vct, nrec, npart, tag, system = values
+        mod_type_s = mod_type.string_value
+        vct_s = vct.string_value
+        if mod_type_s not in _MOD_TYPES or vct_s not in _VALUE_CAPTURE_TYPES:
+            return None
+        try:
+            commit = _fromisoformat(ts.string_value)
+            nrec_i = int(nrec.string_value)
+            npart_i = int(npart.string_value)
+        except ValueError:
+            return None
+        seq_s, txid_s = seq.string_value, txid.string_value
+        table_s, tag_s = table.string_value, tag.string_value
+        last_b, system_b = last.bool_value, system.bool_value
+        if (
+            commit.tzinfo is not UTC
+            or (not seq_s and seq.WhichOneof("kind") != "string_value")
+            or (not txid_s and txid.WhichOneof("kind") != "string_value")
+            or (not table_s and table.WhichOneof("kind") != "string_value")
+            or (not tag_s and tag.WhichOneof("kind") != "string_value")
+            or (not last_b and last.WhichOneof("kind") != "bool_value")
+            or (not system_b and system.WhichOneof("kind") != "bool_value")
+        ):
+            return None
+        plain_mods = _plain_mods(mods.list_value.values)
+        if plain_mods is None:
+            return None
+        return _new_data_change_record(
+            commit,
+            seq_s,
+            txid_s,
+            last_b,
+            table_s,
+            self._column_types_pb(ctypes, token),
+            plain_mods,
+            mod_type_s,
+            vct_s,
+            nrec_i,
+            npart_i,
+            tag_s,
+            system_b,
+        )
 
     def _data_change_record(self, values: Any, token: str | None) -> DataChangeRecord:
         if len(values) != _DCR_WIDTH:
@@ -158,6 +222,32 @@ def _column_types_pb(items: Any, token: str | None) -> tuple[ColumnType, ...]:
                 _int_pb(position, f"{path}.ordinal_position", token),
             )
         )
+    return tuple(out)
+
+
+def _plain_mods(items: Any) -> tuple[Mod, ...] | None:
+    """Return the mods if each is three JSON object texts with nothing around them, else None.
+
+    No index, no width check, no helper frame: a wrong width fails the unpacking and a bad
+    text fails the scanner, and either returns None for the checking ``_mods_pb`` to name.
+    An empty object, what most old_values hold, skips the scanner.
+    """
+    out = []
+    try:
+        for item in items:
+            keys, new, old = item.list_value.values
+            keys_s, new_s, old_s = keys.string_value, new.string_value, old.string_value
+            k, k_end = _scan_json(keys_s, 0)
+            n, n_end = ({}, 2) if new_s == "{}" else _scan_json(new_s, 0)
+            o, o_end = ({}, 2) if old_s == "{}" else _scan_json(old_s, 0)
+            if (
+                k_end != len(keys_s) or n_end != len(new_s) or o_end != len(old_s)
+                or type(k) is not dict or type(n) is not dict or type(o) is not dict
+            ):  # fmt: skip
+                return None
+            out.append(_new_mod(k, n, o))
+    except (StopIteration, ValueError):
+        return None
     return tuple(out)
 
 

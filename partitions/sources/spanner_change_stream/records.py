@@ -6,7 +6,8 @@ record printed as JSON uses the same names a Spanner user already knows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -96,3 +97,30 @@ def record_timestamp(record: ChangeRecord) -> datetime:
     if isinstance(record, HeartbeatRecord):
         return record.timestamp
     return record.start_timestamp
+
+
+def positional_builder(cls: type) -> Callable[..., Any]:
+    """Return a function building ``cls`` from all its field values, in field order.
+
+    It gives the same object as ``cls(*values)`` about twice as fast for a frozen slotted
+    dataclass, whose ``__init__`` calls ``object.__setattr__`` once per field: this one
+    calls each slot's setter directly, unrolled as dataclasses' own generated code is.
+    The decoders' hot paths use it (profile, issue 22). Refuses a class whose
+    ``__init__`` does more: a ``__post_init__``, a default, no slots.
+    """
+    found = fields(cls)
+    if (
+        hasattr(cls, "__post_init__")
+        or not hasattr(cls, "__slots__")
+        or any(f.default is not MISSING or f.default_factory is not MISSING for f in found)
+    ):
+        raise TypeError(f"{cls.__name__} needs its own __init__")
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    for index, f in enumerate(found):
+        namespace[f"_set{index}"] = cls.__dict__[f.name].__set__
+    params = ", ".join(f"v{index}" for index in range(len(found)))
+    sets = "".join(f"\n    _set{index}(record, v{index})" for index in range(len(found)))
+    exec(f"def build({params}):\n    record = _new(_cls){sets}\n    return record", namespace)  # noqa: S102
+    build = namespace["build"]
+    build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
+    return build
