@@ -19,6 +19,8 @@ from partitions.pipeline import landing
 from partitions.simulator.bigtable.config import BigtableSimulatorConfig
 from partitions.simulator.bigtable.groundtruth import ground_truth
 from partitions.simulator.bigtable.server import start_server
+from partitions.sources.bigtable.cursor import split_generation
+from partitions.sources.bigtable.ranges import range_token
 from streams.models import Stream
 from tests.partitions.pipeline.conftest import TEST_ENV
 
@@ -159,8 +161,22 @@ def test_workers_read_a_bigtable_stream_through_splits_merges_and_kills(pipeline
     assert sum(len(c) > 1 for c in children_of.values()) >= 3
     assert sum(len(p) > 1 for p in parents_of.values()) >= 3
     assert set(Partition.objects.filter(stream=stream).values_list("state", flat=True)) == {P.FINISHED}
-    # and the simulator saw no child read before every parent of it closed
-    assert bt_sim.early_child_reads(TABLE) == []
+    # and the simulator saw no child read before every parent of it closed, but for a merged
+    # child whose other parent read on to the stream's end (the bounded-end case: read to the end)
+    assert early_reads_but_completions_at_end(bt_sim, stream) == []
+
+
+def early_reads_but_completions_at_end(bt_sim, stream: Stream) -> list:
+    """Return the simulator's early child reads, less those of children completed at the stream's end.
+
+    Whether the end falls between a merge's parents' closes depends on when the test runs;
+    when it does, the issue asks that the merged child be read up to the end from the last
+    tokens of the parent that read on to it (lineage.complete_at_end), which the simulator
+    counts as early: that parent never closed.
+    """
+    children = PartitionEdge.objects.filter(stream=stream, parent__end_at=stream.end_at)
+    completed = {split_generation(token)[0] for token in children.values_list("child__token", flat=True)}
+    return [e for e in bt_sim.early_child_reads(TABLE) if range_token(e.row_range) not in completed]
 
 
 def test_chunked_values_and_garbage_collection_land_as_such(pipeline, bt_sim, workers, wait_for):
