@@ -19,7 +19,7 @@ BINARY = RowRange(b"\x00\x01", b"row#8")  # a binary start key, a printable end 
 
 
 @pytest.fixture
-def stream():
+def bigtable_stream():
     connection = {"project": "my-project", "instance": "my-instance", "table": "events", "app_profile": "cdc"}
     return Stream.objects.create(
         name="bt", source_kind="bigtable", connection=KIND.clean(connection), start_at=T0
@@ -27,18 +27,18 @@ def stream():
 
 
 @pytest.fixture
-def merged(stream):
+def merged(bigtable_stream):
     """Return a merged child waiting for its second parent, with the first parent's token handed over."""
     parent = Partition.objects.create(
-        stream=stream, token=range_token(BINARY), label=label(BINARY), start_at=T0, watermark=T0,
+        stream=bigtable_stream, token=range_token(BINARY), label=label(BINARY), start_at=T0, watermark=T0,
         state=Partition.State.FINISHED,
     )  # fmt: skip
     whole = RowRange(b"", b"")
     child = Partition.objects.create(
-        stream=stream, token=range_token(whole), label=label(whole), start_at=T0, watermark=T0,
+        stream=bigtable_stream, token=range_token(whole), label=label(whole), start_at=T0, watermark=T0,
         cursor=tokens_cursor(whole, [Token(BINARY, "tok-from-parent")], T0 + timedelta(seconds=3)),
     )  # fmt: skip
-    PartitionEdge.objects.create(stream=stream, parent=parent, child=child)
+    PartitionEdge.objects.create(stream=bigtable_stream, parent=parent, child=child)
     return child
 
 
@@ -51,7 +51,7 @@ def test_the_partition_page_shows_tokens_by_row_range_and_the_low_watermark(clie
     assert "low watermark handed over by its parents" in page
 
 
-def test_the_tree_shows_binary_keys_in_hex_and_printable_ones_as_text(client, users, stream, merged):
+def test_the_tree_shows_binary_keys_in_hex_and_printable_ones_as_text(client, users, bigtable_stream, merged):
     client.force_login(users["viewer"])
-    page = client.get(reverse("stream-tree", args=[stream.pk])).content.decode()
+    page = client.get(reverse("stream-tree", args=[bigtable_stream.pk])).content.decode()
     assert "[0x0001, row#8)" in page

@@ -25,7 +25,7 @@ CLOSE = T0 + timedelta(seconds=30)
 
 
 @pytest.fixture
-def stream():
+def bigtable_stream():
     connection = {
         "project": "test-project",
         "instance": "test-instance",
@@ -38,9 +38,9 @@ def stream():
     )  # fmt: skip
 
 
-def parent(stream, row_range):
+def parent(bigtable_stream, row_range):
     return make_partition(
-        stream, token=range_token(row_range), cursor=root_cursor(row_range), label=label(row_range)
+        bigtable_stream, token=range_token(row_range), cursor=root_cursor(row_range), label=label(row_range)
     )
 
 
@@ -52,47 +52,47 @@ def close_into_merge(part, row_range, token_text):
     Partition.objects.filter(pk=part.pk).update(state=P.FINISHED)
 
 
-def merged(stream):
-    return Partition.objects.get(stream=stream, token__startswith=range_token(ALL))
+def merged(bigtable_stream):
+    return Partition.objects.get(stream=bigtable_stream, token__startswith=range_token(ALL))
 
 
-def test_a_merged_child_waits_for_every_parent_and_a_repeated_handover_changes_nothing(stream):
+def test_a_merged_child_waits_for_every_parent_and_a_repeated_handover_changes_nothing(bigtable_stream):
     # given two parents that merge, the left one closed (and its handover stored twice)
-    left, right = parent(stream, LEFT), parent(stream, RIGHT)
+    left, right = parent(bigtable_stream, LEFT), parent(bigtable_stream, RIGHT)
     close_into_merge(left, LEFT, "left@30")
-    first = merged(stream).cursor
+    first = merged(bigtable_stream).cursor
     close_into_merge(left, LEFT, "left@30")
     # then the child is the same, and it waits for the right parent
-    assert merged(stream).cursor == first
+    assert merged(bigtable_stream).cursor == first
     queue = RecordingQueue()
-    assert scheduling.schedule_ready(stream.pk, queue) == 0
+    assert scheduling.schedule_ready(bigtable_stream.pk, queue) == 0
     # when the right parent closes too (its checkpoint retried)
     close_into_merge(right, RIGHT, "right@30")
-    assert scheduling.schedule_ready(stream.pk, queue) == 1
+    assert scheduling.schedule_ready(bigtable_stream.pk, queue) == 1
     close_into_merge(right, RIGHT, "right@30")
     # then one child holds both tokens, is scheduled once, and no new generation appeared
-    child = merged(stream)
+    child = merged(bigtable_stream)
     assert [t["token"] for t in child.cursor["tokens"]] == ["left@30", "right@30"]
-    assert Partition.objects.filter(stream=stream).count() == 3
+    assert Partition.objects.filter(stream=bigtable_stream).count() == 3
     assert child.state == P.SCHEDULED
     assert queue.reads == [(child.pk, 0)]
     assert PartitionEdge.objects.filter(child=child).count() == 2
 
 
-def test_a_parent_that_reads_on_to_the_streams_end_completes_the_merged_child(stream):
+def test_a_parent_that_reads_on_to_the_streams_end_completes_the_merged_child(bigtable_stream):
     # given a bounded stream whose end falls between a merge's parents' closes: the left
     # parent closed into the merge, the right one read on to the end and finished there
     end = CLOSE + timedelta(seconds=1)
-    Stream.objects.filter(pk=stream.pk).update(end_at=end)
-    left, right = parent(stream, LEFT), parent(stream, RIGHT)
+    Stream.objects.filter(pk=bigtable_stream.pk).update(end_at=end)
+    left, right = parent(bigtable_stream, LEFT), parent(bigtable_stream, RIGHT)
     close_into_merge(left, LEFT, "left@30")
     last = tokens_cursor(RIGHT, [Token(RIGHT, "right@31")])
     Partition.objects.filter(pk=right.pk).update(state=P.FINISHED, end_at=end, cursor=last)
     # when the children are scheduled
     queue = RecordingQueue()
-    scheduled = scheduling.schedule_ready(stream.pk, queue)
+    scheduled = scheduling.schedule_ready(bigtable_stream.pk, queue)
     # then the merged child reads from the left's handed-over token and the right's last one
-    child = merged(stream)
+    child = merged(bigtable_stream)
     assert scheduled == 1
     assert child.state == P.SCHEDULED
     assert [t["token"] for t in child.cursor["tokens"]] == ["left@30", "right@31"]
@@ -102,16 +102,16 @@ def test_a_parent_that_reads_on_to_the_streams_end_completes_the_merged_child(st
     }
 
 
-def test_a_merged_child_of_an_open_ended_stream_waits_for_the_close(stream):
+def test_a_merged_child_of_an_open_ended_stream_waits_for_the_close(bigtable_stream):
     # given an open-ended stream, the left parent closed into the merge and the right one finished
     # for another reason (a row put there by hand)
-    left, right = parent(stream, LEFT), parent(stream, RIGHT)
+    left, right = parent(bigtable_stream, LEFT), parent(bigtable_stream, RIGHT)
     close_into_merge(left, LEFT, "left@30")
     last = tokens_cursor(RIGHT, [Token(RIGHT, "right@31")])
     Partition.objects.filter(pk=right.pk).update(state=P.FINISHED, end_at=CLOSE, cursor=last)
     # when the children are scheduled, then the child still waits for the right parent's close
-    assert scheduling.schedule_ready(stream.pk, RecordingQueue()) == 0
-    assert merged(stream).state == P.CREATED
+    assert scheduling.schedule_ready(bigtable_stream.pk, RecordingQueue()) == 0
+    assert merged(bigtable_stream).state == P.CREATED
 
 
 def test_a_child_whose_token_begins_another_childs_is_still_stored():
