@@ -7,7 +7,7 @@ progress (already landed) to one thread, which stores every waiting checkpoint i
 transaction a few times a second: the rows locked in id order (two hosts never deadlock),
 each applied as save_progress applies one (checkpoint.apply_progress: never backwards, only while
 its reader holds the lease, children stored with the partition that ends), written with
-one UPDATE per batch, and the streams' states, settings and the database's clock read
+one UPDATE statement run for each row, and the streams' states, settings and the database's clock read
 back for the readers, who so never touch the database while they read.
 """
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 # Waits this long after the first checkpoint of a batch for others to join it: a live
 # record is stored within about this much more than its landing takes.
 GATHER_SECONDS = 0.05
-# Past this many rows a batch is split: one UPDATE of a few hundred rows takes milliseconds.
+# Past this many rows a batch is split: a few hundred rows are stored in milliseconds.
 BATCH_ROWS = 500
 FIELDS = (
     "watermark", "last_progress_at", "stalled", "stall_rule", "stall_evidence", "cursor", "data_records",
@@ -133,6 +133,30 @@ class Writer:
             ticket.done.set()
 
 
+def _update(rows: list[Partition]) -> None:
+    """Write the rows' checkpoint fields: one UPDATE statement, executed for each row.
+
+    Django's bulk_update built a CASE expression per field and row: at 2,000 live
+    partitions its Python alone held the GIL for most of the reader's time (py-spy:
+    docs/benchmarks.md, issue 22). The fields are prepared as Django saves them.
+    """
+    if not rows:
+        return
+    connection = connections[Partition.objects.db]
+    qn = connection.ops.quote_name
+    fields = [Partition._meta.get_field(name) for name in FIELDS]
+    sql = (
+        f"UPDATE {qn(Partition._meta.db_table)} SET "
+        + ", ".join(f"{qn(f.column)} = %s" for f in fields)
+        + f" WHERE {qn(Partition._meta.pk.column)} = %s"
+    )
+    params = [
+        [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields] + [row.pk] for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
 def store(batch: list[Ticket]) -> None:
     """Store the batch's checkpoints in one transaction, setting each ticket's outcome."""
     ids = sorted({t.partition_id for t in batch})
@@ -147,7 +171,7 @@ def store(batch: list[Ticket]) -> None:
             apply_progress(row, ticket.progress, row.db_now, ticket.keep_lease)
             ticket.stored = row
             changed.append(row)
-        Partition.objects.bulk_update(changed, FIELDS)
+        _update(changed)
         mark_streams_healthy({row.stream_id for row in changed})
         streams = Stream.objects.in_bulk({row.stream_id for row in locked.values()})
     now = next((row.db_now for row in locked.values()), None)

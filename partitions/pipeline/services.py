@@ -104,8 +104,13 @@ def read_next_window(
 
 
 def at_live_edge(partition: Partition, stream: Stream) -> bool:
-    """Return whether the partition's next read reaches the live edge (a poll always does).
+    """Return whether the partition is at the live edge, or one window short of it (a poll always is).
 
+    A partition a window or two behind is caught up by its live read in its own thread, window
+    after window: sent back to the pool's queue after each window, behind every other
+    partition's reads, it fell further behind while it waited (2,000 partitions started a
+    minute back never reached the edge: docs/benchmarks.md, issue 22). Longer backlogs stay
+    with the pool, whose size bounds how many catch up at once.
     The database's clock is the lease's: take() has just set its expiry one lease from now.
     """
     try:
@@ -115,7 +120,7 @@ def at_live_edge(partition: Partition, stream: Stream) -> bool:
     if end is None or not readers.read_kind(stream).windows:
         return True
     db_now = partition.lease_expires_at - timedelta(seconds=settings.CDC_LEASE_SECONDS)
-    return end > db_now
+    return end > db_now - timedelta(seconds=stream.window_seconds)
 
 
 def _continue_or_stop(stream: Stream, outcome: Outcome, owner: str, queue: Queue) -> str:
