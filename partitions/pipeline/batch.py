@@ -4,11 +4,12 @@ A host following thousands of live partitions checkpoints each of them every cou
 seconds. Each in a transaction of its own, on a connection of its own, that is a
 thousand transactions a second and a connection per read; here the live reads hand their
 progress (already landed) to one thread, which stores every waiting checkpoint in one
-transaction a few times a second: the rows locked in id order (two hosts never deadlock),
-each applied as save_progress applies one (checkpoint.apply_progress: never backwards, only while
-its reader holds the lease, children stored with the partition that ends), written with
-one UPDATE statement run for each row, and the streams' states, settings and the database's clock read
-back for the readers, who so never touch the database while they read.
+transaction a few times a second: the rows locked in id order (two hosts never
+deadlock), each applied as save_progress applies one (checkpoint.apply_progress: never
+backwards, only while its reader holds the lease, children stored with the partition
+that ends), written with one plain UPDATE per row, and the streams' states, settings and
+the database's clock read back for the readers, who so never touch the database while
+they read.
 """
 
 from __future__ import annotations
