@@ -21,20 +21,18 @@ from __future__ import annotations
 import logging
 import threading
 
-from django.db import DatabaseError, connections
+from django.db import connections
 
 from partitions.models import Partition
-from partitions.sources.base import SourceError
 from streams.models import Stream
 
 from . import leases, scheduling
-from .failures import handle_read_error, handle_unexpected_error
 from .leases import log_lease
 from .queue import Queue
-from .window import Batched, Outcome, read_window
+from .settle import read_and_settle
+from .window import Batched
 
 log = logging.getLogger(__name__)
-P = Partition.State
 
 
 class LiveReads:
@@ -89,41 +87,17 @@ def follow(partition: Partition, stream: Stream, owner: str, queue: Queue, stop:
     """Read the partition window after window while its stream reads on; return why it stopped."""
     store = Batched()
     while True:
-        try:
-            outcome = read_window(stream, partition, owner, store, stop)
-        except SourceError as error:
-            log_lease("end", partition.pk, owner)
-            handle_read_error(stream, partition, owner, error, queue)
-            return "error"
-        except DatabaseError:
-            raise  # the writer retried it for a lease: the lease expires and the orphan sweep re-queues
-        except Exception as error:
-            log.exception("reading %s of %s failed unexpectedly", partition.token, stream.name)
-            log_lease("end", partition.pk, owner)
-            handle_unexpected_error(stream, partition, owner, error, queue)
-            return "error"
-        stream = store.stream or stream
-        done = _settle(stream, outcome, owner, queue, stop)
+        done, outcome = read_and_settle(stream, partition, owner, queue, store, stop)
         if done:
             return done
+        stream = store.stream or stream
+        if not outcome.go_on or stop.is_set() or stream.state not in leases.READING_STATES:
+            _stop(stream, outcome.stored.pk, owner)
+            return "stopped"
         partition = outcome.stored
         if outcome.delay and stop.wait(outcome.delay):  # a polling kind waits for its next poll
             _stop(stream, partition.pk, owner)
             return "stopped"
-
-
-def _settle(stream: Stream, outcome: Outcome, owner: str, queue: Queue, stop: threading.Event) -> str:
-    """Return why the read is over after this window ("" when it reads on)."""
-    if outcome.stored is None:
-        return "lease lost"
-    if outcome.stored.state == P.FINISHED:
-        scheduling.schedule_children(outcome.stored, queue)
-        scheduling.maybe_finish_stream(stream)
-        return "finished"
-    if outcome.go_on and not stop.is_set() and stream.state in leases.READING_STATES:
-        return ""
-    _stop(stream, outcome.stored.pk, owner)
-    return "stopped"
 
 
 def _stop(stream: Stream, partition_id: int, owner: str) -> None:
