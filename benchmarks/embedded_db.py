@@ -30,7 +30,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -39,9 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from procs import Processes, free_port  # noqa: E402
+from procs import Deployment  # noqa: E402
 
-CELERY = str(Path(sys.executable).with_name("celery"))
 # (name, database, table, timestamp column, key columns, shard column, shards, index)
 TABLE_STREAMS = (
     ("ct-gs-events", "demo-db", "Events", "LastModified", "TenantId,EventId", "", "", ""),
@@ -70,23 +68,16 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-class Run:
+class Run(Deployment):
     """One temporary deployment: its folder, environment and processes."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__("cdc-edb-")
         self.args = args
-        self.var = Path(tempfile.mkdtemp(prefix="cdc-edb-"))
-        self.var.chmod(0o755)  # the embedded server may run as another user (root runs it as nobody)
-        self.port = free_port()
-        self.env = {
-            **os.environ, "CDC_VAR_DIR": str(self.var), "SPANNER_EMULATOR_HOST": f"127.0.0.1:{self.port}",
-            "SPANNER_DISABLE_BUILTIN_METRICS": "true", "PYTHONUNBUFFERED": "1",
-        }  # fmt: skip
         self.env.pop("DATABASE_URL", None)
         self.database_url = self._database_url(args.database)
         if self.database_url:
             self.env["DATABASE_URL"] = self.database_url
-        self.procs = Processes(self.env, self.var)
         self.epoch = (datetime.now(UTC) - timedelta(days=1)).replace(second=0, microsecond=0)
 
     def _database_url(self, choice: str) -> str:
@@ -99,25 +90,10 @@ class Run:
             return embedded_db.url(self.var)
         return "" if choice == "default" else choice
 
-    def manage(self, *args: str) -> str:
-        out = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                             capture_output=True, text=True, check=False)  # fmt: skip
-        if out.returncode:
-            raise SystemExit(f"manage.py {' '.join(args)} failed:\n{out.stderr[-2000:]}")
-        return out.stdout
-
     def start(self) -> None:
         self.manage("migrate", "--no-input")
-        self.procs.spawn("simulator", sys.executable, "manage.py", "spanner_simulator",
-                         "--port", str(self.port), "--epoch", self.epoch.isoformat())  # fmt: skip
-        import grpc
-
-        grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{self.port}")).result(timeout=60)
-        for name, queues, threads in (("reader", "urgent,celery", 128), ("housekeeping", "housekeeping", 4)):
-            self.procs.spawn(name, CELERY, "-A", "cdcweb", "worker", "-l", "INFO", "-Q", queues, "--pool",
-                             "threads", "-c", str(threads), "-n", f"{name}@%h")  # fmt: skip
-        self.procs.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING", "-s",
-                         str(self.var / "celerybeat-schedule"))  # fmt: skip
+        self.simulator("--epoch", self.epoch.isoformat())
+        self.procfile(read_threads=128)  # issue 20 measured the embedded database under 128 threads
 
     def create_streams(self, start: datetime, table_start: datetime, end: datetime) -> list[str]:
         common = ["--project", "b", "--instance", "b", "--end", end.isoformat(), "--heartbeat-ms",
@@ -138,14 +114,6 @@ class Run:
         for name in names:
             self.manage("cdc_stream", "start", name)
         return names
-
-
-def setup_django(run: Run) -> None:
-    os.environ.update({k: v for k, v in run.env.items() if k.startswith(("CDC_", "SPANNER_", "DATABASE_"))})
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
-    import django
-
-    django.setup()
 
 
 def wait_for_ends(names: list[str], timeout: float) -> float:
@@ -255,7 +223,7 @@ def main() -> None:
     began = time.monotonic()
     try:
         run.start()
-        setup_django(run)
+        run.setup_django()
         now = datetime.now(UTC).replace(microsecond=0)
         start, end = now - timedelta(minutes=args.backlog_minutes), now + timedelta(minutes=args.minutes)
         # A table is polled as it is now: a version overwritten before the first poll (the

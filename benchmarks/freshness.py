@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -36,9 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from procs import Processes, free_port  # noqa: E402
+from procs import Deployment  # noqa: E402
 
-CELERY = str(Path(sys.executable).with_name("celery"))
 CHECKPOINT = re.compile(r"CHECKPOINT partition=\d+ read_at=([\d.]+) committed=([\d.]+)")
 
 
@@ -55,46 +52,19 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else float("nan")
 
 
-class Bench:
+class Bench(Deployment):
     """One temporary deployment: environment, simulator, database, processes."""
 
     def __init__(self, args: argparse.Namespace):
+        super().__init__("cdc-fresh-")
         self.args = args
-        self.var = Path(tempfile.mkdtemp(prefix="cdc-fresh-"))
-        self.port = free_port()
-        self.env = {
-            **os.environ,
-            "CDC_VAR_DIR": str(self.var),
-            "SPANNER_EMULATOR_HOST": f"127.0.0.1:{self.port}",
-            "SPANNER_DISABLE_BUILTIN_METRICS": "true",
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.procs = Processes(self.env, self.var)
-
-    def manage(self, *args: str) -> str:
-        out = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                             capture_output=True, text=True, check=False)  # fmt: skip
-        if out.returncode:
-            raise SystemExit(f"manage.py {' '.join(args)} failed:\n{out.stderr[-2000:]}")
-        return out.stdout
 
     def start(self) -> None:
         self.manage("migrate", "--no-input")
-        self.procs.spawn(
-            "simulator", sys.executable, "manage.py", "spanner_simulator", "--port", str(self.port)
-        )
-        import grpc
-
-        grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{self.port}")).result(timeout=60)
+        self.simulator()
 
     def workers(self) -> None:
-        for name, queues, threads in (
-            ("reader", "urgent,celery", int(os.environ.get("CDC_READ_THREADS", "32"))),
-            ("housekeeping", "housekeeping", 4),
-        ):
-            self.procs.spawn(name, CELERY, "-A", "cdcweb", "worker", "-l", "INFO", "-Q", queues, "--pool",
-                             "threads", "-c", str(threads), "-n", f"{name}@%h")  # fmt: skip
-        self.procs.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING")
+        self.procfile()
 
 
 def tail_anchor(bench: Bench) -> list[float]:
@@ -117,14 +87,6 @@ def tail_anchor(bench: Bench) -> list[float]:
     proc.wait()
     timer.cancel()
     return latencies
-
-
-def setup_django(bench: Bench) -> None:
-    os.environ.update({k: v for k, v in bench.env.items() if k.startswith(("CDC_", "SPANNER_"))})
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
-    import django
-
-    django.setup()
 
 
 def follow(bench: Bench, stream, seconds: float) -> list[float]:
@@ -166,7 +128,7 @@ def main() -> None:
         bench.start()
         anchor = tail_anchor(bench)
         bench.workers()
-        setup_django(bench)
+        bench.setup_django()
         from django.utils import timezone
 
         from partitions.models import LagSample

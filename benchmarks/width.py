@@ -27,7 +27,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,9 +35,8 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from procs import Processes, free_port  # noqa: E402
+from procs import Deployment  # noqa: E402
 
-CELERY = str(Path(sys.executable).with_name("celery"))
 SAMPLE_SECONDS = 5.0
 HEARTBEAT_MS = 2000
 
@@ -56,22 +54,13 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-class Host:
+class Host(Deployment):
     """One reader host on the embedded defaults: simulator, reader, housekeeping, beat."""
 
     def __init__(self, args: argparse.Namespace, total: int):
+        super().__init__(f"cdc-width-{total}-")
         self.args, self.total = args, total
         self.streams = max(1, total // args.per_stream)
-        self.var = Path(tempfile.mkdtemp(prefix=f"cdc-width-{total}-"))
-        self.port = free_port()
-        self.env = {
-            **os.environ,
-            "CDC_VAR_DIR": str(self.var),
-            "SPANNER_EMULATOR_HOST": f"127.0.0.1:{self.port}",
-            "SPANNER_DISABLE_BUILTIN_METRICS": "true",
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.procs = Processes(self.env, self.var)
         self.reader = None
 
     def start(self) -> None:
@@ -81,23 +70,13 @@ class Host:
         tps = max(0.05, self.args.records_per_minute * per / 60 / 2.5)
         databases = [arg for i in range(self.streams) for arg in ("--database", f"db{i}")]
         epoch = (datetime.now(UTC) - timedelta(minutes=10)).replace(second=0, microsecond=0)
-        self.procs.spawn(
-            "simulator", sys.executable, "manage.py", "spanner_simulator", "--port", str(self.port),
+        self.simulator(
             *databases, "--roots", str(per), "--split-every", "100000d", "--merge-every", "100000d",
             "--tps", f"{tps:.3f}", "--epoch", epoch.isoformat(), "--max-workers", str(self.total + 64),
+            timeout=120,
         )  # fmt: skip
-        import grpc
-
-        grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{self.port}")).result(timeout=120)
-        self.procs.manage("migrate", "--no-input")
-        threads = os.environ.get("CDC_READ_THREADS", "32")  # the Procfile's default
-        self.reader = self.procs.spawn(
-            "reader", CELERY, "-A", "cdcweb", "worker", "-Q", "urgent,celery", "--pool", "threads",
-            "--concurrency", threads, "-l", "INFO", "-n", "reader@%h",
-        )  # fmt: skip
-        self.procs.spawn("housekeeping", CELERY, "-A", "cdcweb", "worker", "-Q", "housekeeping", "--pool",
-                         "threads", "--concurrency", "4", "-l", "INFO", "-n", "housekeeping@%h")  # fmt: skip
-        self.procs.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "INFO")
+        self.manage("migrate", "--no-input")
+        self.reader = self.procfile()
         # Every stream through the CLI's own command, in one process (one start-up, not 2 x S):
         # all created first, then all started, each from one minute before the first start.
         start = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
@@ -108,7 +87,7 @@ class Host:
             for i in range(self.streams)
         ] + [f"call_command('cdc_stream', 'start', 's{i}')" for i in range(self.streams)]
         script = "\n".join(["from django.core.management import call_command", *calls])
-        self.procs.manage("shell", "-c", script)
+        self.manage("shell", "-c", script)
 
     def rss(self) -> int:
         """Return the reader's resident memory, children included (bytes)."""
@@ -121,16 +100,6 @@ class Host:
     def stop(self) -> None:
         self.procs.stop(timeout=30)
         self.procs.run_module("cdcweb.dbserver", "stop", str(self.var))
-
-
-def setup_django(host: Host) -> None:
-    os.environ.update({k: v for k, v in host.env.items() if k.startswith(("CDC_", "DATABASE_", "CELERY_"))})
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
-    import django
-    from django.apps import apps
-
-    if not apps.ready:
-        django.setup()
 
 
 def lags(host: Host) -> dict[str, float | None]:
@@ -152,7 +121,7 @@ def run_size(args: argparse.Namespace, total: int) -> dict:
     profiler = None
     try:
         host.start()
-        setup_django(host)
+        host.setup_django()
         warm_until = time.monotonic() + args.warmup * 60
         while time.monotonic() < warm_until:
             time.sleep(SAMPLE_SECONDS)
