@@ -21,6 +21,7 @@ without that the 1-worker run alone paid the generation (2,265 rec/s cold agains
 5,835 rec/s for 2 workers warm: a "2.6x" speed-up on 2 cores).
 
 Run: .venv/bin/python benchmarks/pipeline_throughput.py [--minutes 5] [--tps 100] [--window 60]
+     [--compare-slice 0]
 The embedded setup by default; DATABASE_URL / CELERY_BROKER_URL switch it as for the app.
 """
 
@@ -51,6 +52,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tps", type=float, default=100.0, help="simulator transactions per second")
     parser.add_argument("--window", type=int, default=60, help="window length in seconds")
     parser.add_argument("--split-every", default="30s")
+    parser.add_argument(
+        "--compare-slice", type=float, default=None,
+        help="also run 1 worker with this CDC_CATCHUP_SLICE_SECONDS (0: a window per task)",
+    )  # fmt: skip
     return parser.parse_args()
 
 
@@ -78,8 +83,8 @@ class Bench:
             raise SystemExit(f"{' '.join(args)} failed:\n{out.stderr[-2000:]}")
         return out.stdout
 
-    def spawn(self, name: str, *args: str) -> subprocess.Popen:
-        return self.procs.spawn(name, *args)
+    def spawn(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
+        return self.procs.spawn(name, *args, env={**self.env, **(env or {})})
 
     def start_simulator(self) -> None:
         self.spawn(
@@ -114,12 +119,16 @@ def reader_only(bench: Bench, start: datetime) -> dict:
         out = subprocess.run(args, cwd=ROOT, env=bench.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True, check=True)  # fmt: skip
         elapsed = time.monotonic() - began
-    records = int(dict(item.split("=") for item in out.stderr.split())["data_records"])
-    return {"records": records, "seconds": elapsed, "rate": records / elapsed}
+    summary = dict(item.split("=") for item in out.stderr.split())
+    records, reading = int(summary["data_records"]), float(summary["seconds"])
+    return {"records": records, "seconds": elapsed, "rate": records / elapsed, "read_rate": records / reading}
 
 
-def catch_up(bench: Bench, name: str, start: datetime, workers: int) -> dict:
-    """Read [start, start + minutes] with `workers` worker processes; return the measurements."""
+def catch_up(bench: Bench, name: str, start: datetime, workers: int, env: dict | None = None) -> dict:
+    """Read [start, start + minutes] with `workers` worker processes; return the measurements.
+
+    `env` adds to the workers' environment (the comparison run's CDC_CATCHUP_SLICE_SECONDS).
+    """
     from streams.models import Stream
 
     end = start + timedelta(minutes=bench.args.minutes)
@@ -131,7 +140,7 @@ def catch_up(bench: Bench, name: str, start: datetime, workers: int) -> dict:
     threads = os.environ.get("BENCH_READ_THREADS", "32")  # the Procfile's reader
     procs = [bench.spawn(f"{name}-w{i}", CELERY, "-A", "cdcweb", "worker", "-Q", "urgent,celery",
                          "--pool", "threads", "-c", threads, "-l", "INFO", "-n", f"{name}{i}@%h",
-                         "--without-gossip", "--without-mingle", "--without-heartbeat")
+                         "--without-gossip", "--without-mingle", "--without-heartbeat", env=env)
              for i in range(workers)]  # fmt: skip
     procs.append(bench.spawn(f"{name}-hk", CELERY, "-A", "cdcweb", "worker", "-Q", "housekeeping", "--pool",
                              "threads", "-c", "4", "-l", "INFO", "-n", f"{name}-hk@%h"))  # fmt: skip
@@ -155,8 +164,13 @@ def catch_up(bench: Bench, name: str, start: datetime, workers: int) -> dict:
 
 def measure(stream, elapsed: float, windows: int, renewals: int) -> dict:
     from partitions.models import Partition, PartitionEdge
+    from streams.models import Stream, StreamTransition
 
     parts = {p.pk: p for p in Partition.objects.filter(stream=stream)}
+    # Reading time without the start command's process start-up, as the tail's own seconds:
+    # from the start action's transition to the last partition's end (database times).
+    started = StreamTransition.objects.filter(stream=stream, to_state=Stream.State.STARTING).earliest("at").at
+    reading = (max(p.finished_at for p in parts.values()) - started).total_seconds()
     edges = list(PartitionEdge.objects.filter(stream=stream).values_list("parent_id", "child_id"))
     parents: dict[int, list[int]] = {}
     for parent, child in edges:
@@ -174,6 +188,7 @@ def measure(stream, elapsed: float, windows: int, renewals: int) -> dict:
         "records": records,
         "seconds": elapsed,
         "rate": records / elapsed,
+        "read_rate": records / reading,
         "partitions": len(parts),
         "windows": windows,
         "p50": statistics.median(latency) if latency else float("nan"),
@@ -219,6 +234,10 @@ def main() -> None:
         for workers in (1, 2):
             results[workers] = catch_up(bench, f"bench-{workers}w", start, workers)
             print(f"{workers} worker(s): {results[workers]}", flush=True)
+        if args.compare_slice is not None:
+            env = {"CDC_CATCHUP_SLICE_SECONDS": str(args.compare_slice)}
+            results["slice"] = catch_up(bench, "bench-1w-slice", start, 1, env)
+            print(f"1 worker, CDC_CATCHUP_SLICE_SECONDS={args.compare_slice}: {results['slice']}", flush=True)
         written, kept = lag_rows_per_stream_day()
     finally:
         bench.stop()
@@ -231,13 +250,23 @@ def report(args, tail: dict, results: dict, written: int, kept: int) -> None:
           f"{args.split_every}; {one['partitions']} partitions")  # fmt: skip
     print(f"  reader only (tail_change_stream, warm simulator): {tail['records']} records in "
           f"{tail['seconds']:.1f}s = {tail['rate']:.0f} rec/s")  # fmt: skip
-    for n, r in results.items():
+    for n, r in ((n, r) for n, r in results.items() if n != "slice"):
         print(
             f"  {n} worker(s): {r['records']} records in {r['seconds']:.1f}s = {r['rate']:.0f} rec/s;"
             f" {r['windows']} windows; child scheduling p50 {r['p50'] * 1000:.0f} ms,"
             f" p95 {r['p95'] * 1000:.0f} ms; {r['rows_per_partition_hour']:.0f} DB rows per partition-hour"
         )
-    print(f"  1 worker / reader only: {one['rate'] / tail['rate']:.2f}")
+    print(f"  1 worker / reader only: {one['rate'] / tail['rate']:.2f} (wall, process start-ups included)")
+    print(f"  reading rates without process start-up (the tail's own seconds; the worker from the start"
+          f" action to the last partition's end): reader only {tail['read_rate']:.0f} rec/s,"
+          f" 1 worker {one['read_rate']:.0f}, 2 workers {two['read_rate']:.0f} rec/s")  # fmt: skip
+    print(f"  1 worker / reader only, reading: {one['read_rate'] / tail['read_rate']:.2f}")
+    if "slice" in results:
+        o = results["slice"]
+        print(f"  1 worker at CDC_CATCHUP_SLICE_SECONDS={args.compare_slice:g}: {o['rate']:.0f} rec/s wall"
+              f" ({o['rate'] / tail['rate']:.2f}), {o['read_rate']:.0f} reading"
+              f" ({o['read_rate'] / tail['read_rate']:.2f}); child scheduling p95"
+              f" {o['p95'] * 1000:.0f} ms")  # fmt: skip
     print(f"  speed-up with 2 workers: {two['rate'] / one['rate']:.2f}x")
     print(f"  lag samples: {written} rows written per stream-day; {kept} kept per stream at steady state")
 

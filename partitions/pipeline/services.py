@@ -16,26 +16,25 @@ to expire with nobody told.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError
 
 from partitions.models import Partition
 from partitions.sources.base import SourceError
 from streams.models import Stream
 
 from . import leases, readers, scheduling
-from .failures import handle_read_error, handle_unexpected_error
 from .leases import log_lease
 from .live import LiveReads
 from .queue import Queue
-from .window import Outcome, read_window, stream_reads_on, window_end
+from .settle import read_and_settle
+from .window import Outcome, stream_reads_on, window_end
 
 log = logging.getLogger(__name__)
-P = Partition.State
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,11 @@ class Attempt:
 
 
 def read_next_window(
-    partition: Partition, queue: Queue, attempt: Attempt | None = None, live: LiveReads | None = None
+    partition: Partition,
+    queue: Queue,
+    attempt: Attempt | None = None,
+    live: LiveReads | None = None,
+    slice_seconds: float = 0.0,
 ) -> str:
     """Read the partition's next window if we win its lease; return what happened.
 
@@ -64,11 +67,36 @@ def read_next_window(
     to a live read of its own, which reads on window after window (live.py); otherwise the
     window is read here, in the caller's thread.
 
+    With `slice_seconds` (the worker's CDC_CATCHUP_SLICE_SECONDS), a partition that catches
+    up reads its next windows here too, under the same lease, until that long has passed;
+    only then does its next read go back to the queue, behind the others. Sent through the
+    queue after every window, a read waited a broker round trip each time (about 0.25 s
+    between a window's end and the next one's start, against 0.1-0.2 s of reading it):
+    half of a backlog's time went to hand-overs (docs/benchmarks.md, issue 22, goal 2).
+    For the same reason, a read that ends its partition reads one of the children it
+    scheduled (the first whose parents have all finished) here, within the same slice.
+
     A database error of our own (the checkpoint already retried it for a lease) is not
     the source's: it is raised for the task's retry, which takes this attempt's lease
     back at once; it never counts toward FAILED.
     """
     attempt = attempt or Attempt()
+    until = time.monotonic() + slice_seconds
+    while True:
+        keep = KeepOne(queue, until)
+        result = _read_leased(partition, keep if slice_seconds else queue, attempt, live, until)
+        if result != "finished" or keep.kept is None:
+            return result
+        # A child whose parents have all finished, scheduled by this read: its first read here.
+        partition = Partition.objects.filter(pk=keep.kept).first()
+        if partition is None:
+            return result
+
+
+def _read_leased(
+    partition: Partition, queue: Queue, attempt: Attempt, live: LiveReads | None, until: float
+) -> str:
+    """Read the partition, under a lease of `attempt`'s, window after window until `until`."""
     owner = attempt.owner()
     if not leases.take(partition, owner, reclaim=attempt.reclaim()):
         _settle_unleased(partition)
@@ -76,31 +104,37 @@ def read_next_window(
     partition.refresh_from_db()
     log_lease("start", partition.pk, owner, partition.lease_expires_at)
     stream = Stream.objects.get(pk=partition.stream_id)
-    if live is not None and at_live_edge(partition, stream) and live.adopt(partition, stream, owner, queue):
-        return "live"
-    try:
-        outcome = read_window(stream, partition, owner)
-    except SourceError as error:
-        log_lease("end", partition.pk, owner)
-        handle_read_error(stream, partition, owner, error, queue)
-        return "error"
-    except DatabaseError as error:
-        log.warning("reading %s of %s stopped on a database error: %s", partition.token, stream.name, error)
-        raise
-    except Exception as error:
-        # Anything else (a landing zone refusing writes, a bug) must not leave the lease
-        # held until it expires: the partition would wait a whole lease, unseen.
-        log.exception("reading %s of %s failed unexpectedly", partition.token, stream.name)
-        log_lease("end", partition.pk, owner)
-        handle_unexpected_error(stream, partition, owner, error, queue)
-        return "error"
-    if outcome.stored is None:
-        return "lease lost"
-    if outcome.stored.state == P.FINISHED:
-        scheduling.schedule_children(outcome.stored, queue)
-        scheduling.maybe_finish_stream(stream)
-        return "finished"
-    return _continue_or_stop(stream, outcome, owner, queue)
+    while True:
+        edge = live is not None and at_live_edge(partition, stream)
+        if edge and live.adopt(partition, stream, owner, queue):
+            return "live"
+        done, outcome = read_and_settle(stream, partition, owner, queue)
+        if done:
+            return done
+        if not (outcome.go_on and not outcome.delay and time.monotonic() < until and stream_reads_on(stream)):
+            return _continue_or_stop(stream, outcome, owner, queue)
+        partition = outcome.stored  # its lease kept, renewed by the last checkpoint
+
+
+class KeepOne:
+    """The queue, but the first read of a child asked for while the slice lasts stays with this thread.
+
+    Scheduling has reserved the child (as for any queued read) before it asks: if this
+    process dies before reading it, the reservation expires and beat's orphan sweep
+    queues it, as it would a lost task.
+    """
+
+    def __init__(self, queue: Queue, until: float) -> None:
+        self.queue, self.until, self.kept = queue, until, None
+
+    def read(self, partition_id: int, countdown: float = 0, urgent: bool = False) -> None:
+        if self.kept is None and urgent and not countdown and time.monotonic() < self.until:
+            self.kept = partition_id
+        else:
+            self.queue.read(partition_id, countdown, urgent)
+
+    def start(self, stream_id: int, countdown: float = 0) -> None:
+        self.queue.start(stream_id, countdown)
 
 
 def at_live_edge(partition: Partition, stream: Stream) -> bool:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from partitions.models import Partition
+from partitions.models import Partition, PartitionEdge
 from partitions.pipeline import checkpoint, services, window
 from partitions.simulator.core.clock import to_datetime
 from partitions.simulator.spanner.groundtruth import ground_truth
@@ -49,6 +49,23 @@ def busy_partition(simulator, stream, at) -> Partition:
     return Partition.objects.create(
         stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
     )
+
+
+def splitting_partition(simulator, stream, at) -> Partition:
+    """Return a SCHEDULED partition, live at `at`, that ends within 30 s in a split (not a merge)."""
+    at_us = int(at.timestamp() * 1e6)
+    simulator.topology.ensure(at_us + 60_000_000)
+    for live in simulator.topology.live_at(at_us):
+        children = live.children
+        if (
+            live.end_us
+            and live.end_us < at_us + 30_000_000
+            and children
+            and all(c.parents == (live.token,) for c in children)
+        ):
+            return Partition.objects.create(stream=stream, token=live.token, state=P.SCHEDULED, start_at=at,
+                                            watermark=at)  # fmt: skip
+    raise AssertionError("the simulator splits no partition live at the start within 30 s")
 
 
 def test_a_live_window_checkpoints_every_interval_while_it_reads(simulator, settings, monkeypatch, queued):
@@ -126,3 +143,46 @@ def test_a_split_announced_in_one_record_per_child_keeps_every_child():
     assert len(ended) == 1
     assert {c.token for c in ended[0].children} == {"fake-0-1-0", "fake-0-1-1"}
     assert ended[0].at == epoch + timedelta(seconds=20)
+
+
+def test_a_catching_up_read_reads_on_and_into_a_child_within_its_slice(simulator, settings, queued):
+    # given a partition ten minutes back with 5 s windows, in a stream that ends a minute later
+    settings.CDC_LANDING_URI = str(settings.VAR_DIR / "landing-slice")
+    start = (timezone.now() - timedelta(minutes=10)).replace(microsecond=0)
+    stream = running_stream(simulator, start)
+    Stream.objects.filter(pk=stream.pk).update(end_at=start + timedelta(minutes=1))
+    partition = splitting_partition(simulator, stream, start)
+    queries_before = len(simulator.queries())
+    # when one read task runs with a slice (the worker's CDC_CATCHUP_SLICE_SECONDS)
+    services.read_next_window(partition, queued, slice_seconds=8)
+    # then the partition was read to its end in that task, window after window: no read of it queued
+    partition.refresh_from_db()
+    assert partition.state == P.FINISHED
+    assert partition.pk not in {pk for pk, _ in queued.reads}
+    assert len(simulator.queries()) - queries_before >= 2
+    # and of the children it scheduled, the first was read here too, the others queued
+    edges = PartitionEdge.objects.filter(parent=partition)
+    scheduled = Partition.objects.filter(pk__in=edges.values("child_id")).exclude(state=P.CREATED)
+    assert scheduled.exists()  # a split's children have one parent each: ready at once
+    queued_ids = {pk for pk, _ in queued.reads}
+    read_here = [child for child in scheduled if child.pk not in queued_ids]
+    assert len(read_here) == 1
+    assert read_here[0].running_at is not None
+    assert read_here[0].watermark > read_here[0].start_at
+
+
+def test_without_a_slice_a_read_task_reads_one_window_and_queues_the_next(simulator, settings, queued):
+    # given the same partition ten minutes back
+    settings.CDC_LANDING_URI = str(settings.VAR_DIR / "landing-no-slice")
+    start = (timezone.now() - timedelta(minutes=10)).replace(microsecond=0)
+    stream = running_stream(simulator, start)
+    partition = splitting_partition(simulator, stream, start)
+    queries_before = len(simulator.queries())
+    # when its read runs with no slice (CDC_CATCHUP_SLICE_SECONDS=0)
+    outcome = services.read_next_window(partition, queued, slice_seconds=0)
+    # then one window was read and the next read (or every child's first) went to the queue
+    assert len(simulator.queries()) - queries_before == 1
+    children = PartitionEdge.objects.filter(parent=partition).values_list("child_id", flat=True)
+    expected = [partition.pk] if outcome == "continued" else sorted(children)
+    assert sorted(pk for pk, _ in queued.reads) == expected
+    assert expected
