@@ -84,8 +84,11 @@ def read_next_window(
     until = time.monotonic() + slice_seconds
     while True:
         keep = KeepOne(queue, until)
-        result = _read_leased(partition, keep if slice_seconds else queue, attempt, live, until)
-        if result != "finished" or keep.kept is None:
+        result = _read_leased(partition, queue, keep if slice_seconds else queue, attempt, live, until)
+        if keep.kept is None:
+            return result
+        if result != "finished":  # kept by a path that does not end here: sent as asked
+            queue.read(keep.kept, urgent=True)
             return result
         # A child whose parents have all finished, scheduled by this read: its first read here.
         partition = Partition.objects.filter(pk=keep.kept).first()
@@ -94,9 +97,13 @@ def read_next_window(
 
 
 def _read_leased(
-    partition: Partition, queue: Queue, attempt: Attempt, live: LiveReads | None, until: float
+    partition: Partition, queue: Queue, keep: Queue, attempt: Attempt, live: LiveReads | None, until: float
 ) -> str:
-    """Read the partition, under a lease of `attempt`'s, window after window until `until`."""
+    """Read the partition, under a lease of `attempt`'s, window after window until `until`.
+
+    `keep` is the queue of this thread's own reads (KeepOne); a live read gets the plain
+    queue: its partition's children, when it ends, are not this thread's to read.
+    """
     owner = attempt.owner()
     if not leases.take(partition, owner, reclaim=attempt.reclaim()):
         _settle_unleased(partition)
@@ -108,7 +115,7 @@ def _read_leased(
         edge = live is not None and at_live_edge(partition, stream)
         if edge and live.adopt(partition, stream, owner, queue):
             return "live"
-        done, outcome = read_and_settle(stream, partition, owner, queue)
+        done, outcome = read_and_settle(stream, partition, owner, keep)
         if done:
             return done
         if not (outcome.go_on and not outcome.delay and time.monotonic() < until and stream_reads_on(stream)):
