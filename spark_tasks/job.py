@@ -162,9 +162,13 @@ def materialise(df: DataFrame, uri: str) -> DataFrame:
     return df.sparkSession.read.schema(df.schema).parquet(uri)
 
 
-def run_report(args: argparse.Namespace, began: float) -> Path:
-    """Run the job on a new session, always stopping it; return the summary's path."""
-    spark = build_session()
+def run_report(args: argparse.Namespace, began: float, spark: SparkSession | None = None) -> Path:
+    """Run the job and return the summary's path: on ``spark``, else on a new session it stops.
+
+    A caller's session (the tests' one session) is left running for its next report.
+    """
+    own = spark is None
+    spark = build_session() if spark is None else spark
     work = work_dir(args)
     try:
         return _run(spark, args, began, work)
@@ -172,7 +176,8 @@ def run_report(args: argparse.Namespace, began: float) -> Path:
         try:
             delete_path(spark, work)
         finally:
-            spark.stop()
+            if own:
+                spark.stop()
 
 
 def _run(spark: SparkSession, args: argparse.Namespace, began: float, work: str) -> Path:

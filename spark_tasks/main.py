@@ -98,15 +98,15 @@ def fail(args: argparse.Namespace, message: str, status: int) -> int:
     return status
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the report job; return the process exit status."""
+def main(argv: list[str] | None = None, spark=None) -> int:
+    """Run the report job (on ``spark``, a running SparkSession, if given); return the exit status."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     began = time.monotonic()
     try:
         check_local_input(args.input)
         from spark_tasks.job import run_report
 
-        summary_path = run_report(args, began)
+        summary_path = run_report(args, began, spark)
     except InputError as e:
         return fail(args, str(e), 2)
     except Exception as e:  # noqa: BLE001 - the wrapper shows this line to the operator

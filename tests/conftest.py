@@ -3,6 +3,7 @@
 users, operator, viewer: one user per role, and token clients of an operator and a viewer.
 stream: a RUNNING stream with a lineage of 40 partitions and an hour of lag samples.
 make_stream, make_partition: rows straight through the ORM (tests.factories).
+spark: the session's one local[2] Spark session (the report job's tests and the re-read's).
 wait_for: the one polling helper. A directory's conftest.py adds only what is its own.
 """
 
@@ -20,6 +21,7 @@ from cdcweb import embedded_db
 from partitions.models import Partition
 from partitions.simulator.spanner.config import SimulatorConfig
 from partitions.simulator.spanner.server import start_server
+from spark_tasks.session import build_session
 from streams.roles import OPERATORS, VIEWERS, ensure_roles
 from tests import factories
 from tests.api.support import token_for
@@ -176,3 +178,12 @@ def unfinished_kind(monkeypatch) -> str:
     reason = "streams of this kind cannot be created yet: its pipeline is not finished (a test)"
     monkeypatch.setattr(KINDS["bigtable"], "unavailable", reason)
     return "bigtable"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """Yield one local[2] Spark session for the whole test session (a JVM takes seconds to start)."""
+    session = build_session(master="local[2]")
+    session.conf.set("spark.sql.shuffle.partitions", "2")
+    yield session
+    session.stop()

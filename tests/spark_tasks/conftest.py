@@ -1,4 +1,4 @@
-"""Fixtures: one local[2] Spark session, and a small landing zone with duplicates.
+"""Fixtures: a small landing zone with duplicates (the one local[2] Spark session is tests/conftest.py's).
 
 The landing zone's rows are kept as plain dicts so tests compute the expected figures
 in plain Python over the same rows the Spark reports read.
@@ -18,7 +18,6 @@ import pytest
 from partitions.sources.landing import DEDUPE_KEY, LANDING_SCHEMA, stream_dir
 from partitions.sources.spanner_change_stream.landing import READ_METHOD
 from spark_tasks.landing import dedupe, list_input_files, read_mods, to_records
-from spark_tasks.session import build_session
 
 STREAM, STREAM_ID = "orders", 1
 START = datetime(2026, 11, 20, 23, 58, tzinfo=UTC)  # the data crosses midnight
@@ -105,14 +104,6 @@ def unique(rows: list[dict]) -> list[dict]:
         if key not in best or r["read_timestamp"] < best[key]["read_timestamp"]:
             best[key] = r
     return list(best.values())
-
-
-@pytest.fixture(scope="session")
-def spark():
-    session = build_session(master="local[2]")
-    session.conf.set("spark.sql.shuffle.partitions", "2")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="session")

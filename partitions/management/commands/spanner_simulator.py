@@ -6,7 +6,7 @@ import json
 
 from partitions.management.simulator_command import ChangeStreamSimulatorCommand, change_stream_options
 from partitions.simulator.core.config import parse_duration
-from partitions.simulator.spanner.config import SimulatorConfig, parse_database, parse_fault
+from partitions.simulator.spanner.config import SimulatorConfig, parse_database, parse_denial, parse_fault
 from partitions.simulator.spanner.groundtruth import ground_truth_lines
 from partitions.simulator.spanner.server import start_server
 from partitions.simulator.spanner.table_reads import table_ground_truth
@@ -64,6 +64,15 @@ class Command(ChangeStreamSimulatorCommand):
         )
         _add_table_arguments(parser)
         parser.add_argument("--table", help="with --ground-truth: the table whose row versions to print")
+        parser.add_argument(
+            "--deny",
+            action="append",
+            metavar="DATABASE[:ROLE]",
+            help="answer PERMISSION_DENIED as Cloud Spanner does: DATABASE alone, every query of callers "
+            "without a database role (they lack spanner.databases.select; GetDatabase still answers); "
+            "DATABASE:ROLE, change stream queries of sessions with that database role (it lacks EXECUTE "
+            "on the read function); repeatable",
+        )
 
     def config(self, options) -> SimulatorConfig:
         """Return the resolved config the options describe."""
@@ -79,6 +88,7 @@ class Command(ChangeStreamSimulatorCommand):
             table_rate=options["table_rate"],
             table_shards=options["shards"],
             table_update_after=int(update_after),
+            denied=tuple(parse_denial(d) for d in options["deny"] or ()),
             **shared,
             **kwargs,
         ).resolved()

@@ -17,6 +17,7 @@ from partitions.sources.spanner_change_stream.query import DIALECTS, GOOGLESQL, 
 DEFAULT_DATABASES = (("demo-db", "googlesql"), ("demo-pg", "postgresql"))
 FAULT_KINDS = ("unavailable", "internal", "malformed", "slow")
 _DB_NAME = re.compile(r"[a-z][a-z0-9_-]{1,29}")
+_ROLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # a database role's name, as CREATE ROLE takes it
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class SimulatorConfig(ChangeStreamConfig):
     table_rate: float = 20.0
     table_shards: int = 19
     table_update_after: int = 60
+    # (database, role) pairs whose queries are refused with PERMISSION_DENIED: access.py.
+    denied: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         validate_stream_name(self.stream)
@@ -53,6 +56,9 @@ class SimulatorConfig(ChangeStreamConfig):
             raise ValueError(f"table shards must be between 1 and 1,000, got {self.table_shards}")
         if not 1 <= self.table_update_after <= 86_400:
             raise ValueError(f"table update interval must be 1-86,400 s, got {self.table_update_after}")
+        for database, _ in self.denied:
+            if self.dialect_of(database) is None:
+                raise ValueError(f"cannot deny access to database {database}: it is not served")
 
     def dialect_of(self, database: str) -> str | None:
         """Return the dialect of a configured database, or None if it is not served."""
@@ -68,6 +74,16 @@ def parse_database(text: str) -> tuple[str, str]:
     if dialect not in DIALECTS:
         raise ValueError(f"invalid dialect {dialect!r} for database {name}: use googlesql or postgresql")
     return name, dialect
+
+
+def parse_denial(text: str) -> tuple[str, str]:
+    """Return (database, role) for 'DATABASE' (callers without a role) or 'DATABASE:ROLE'."""
+    name, _, role = text.partition(":")
+    if not _DB_NAME.fullmatch(name):
+        raise ValueError(f"invalid database name {name!r} in --deny: use 2-30 of a-z, 0-9, _ and -")
+    if role and not _ROLE.fullmatch(role):
+        raise ValueError(f"invalid database role {role!r} in --deny: use letters, digits and _")
+    return name, role
 
 
 def parse_fault(text: str) -> Fault:

@@ -24,6 +24,7 @@ from partitions.simulator.core.clock import now_us, to_datetime, to_us
 from partitions.simulator.core.server import GrpcSimulator
 
 from . import encode
+from .access import read_function, refusal
 from .config import SimulatorConfig
 from .faults import StreamFaults
 from .information_schema import answer, is_information_schema_query, result_sets
@@ -63,6 +64,8 @@ class SimulatorServer(GrpcSimulator):
         self.topology = c.topology()
         self.workload = Workload(c.seed, c.tps, c.max_keys, self.topology)
         self.tables = TableService(self)
+        # The database role each session was created with ("" for none): access.py asks it.
+        self._roles: dict[str, str] = {}
 
     @property
     def emulator_host(self) -> str:
@@ -100,6 +103,8 @@ class SimulatorServer(GrpcSimulator):
         session = spanner_types.Session(name=f"{database}/sessions/{uuid.uuid4().hex}")
         session.multiplexed = bool(template and template.multiplexed)
         session.create_time = datetime.now(UTC)
+        session.creator_role = template.creator_role if template else ""
+        self._roles[session.name] = session.creator_role
         return session
 
     def create_session(self, request, context):
@@ -115,13 +120,15 @@ class SimulatorServer(GrpcSimulator):
 
     def get_session(self, request, context):
         self._database(request.name, context)
-        return spanner_types.Session(name=request.name)
+        return spanner_types.Session(name=request.name, creator_role=self._roles.get(request.name, ""))
 
     def delete_session(self, request, context):
+        self._roles.pop(request.name, None)
         return empty_pb2.Empty()
 
     def execute_streaming_sql(self, request, context):
         database = self._database(request.session, context)
+        self._check_access(request, database, context)
         if is_information_schema_query(request.sql):
             yield self._information_schema(request, database, context)
             return
@@ -149,6 +156,22 @@ class SimulatorServer(GrpcSimulator):
             raise
         finally:
             entry.closed_at = time.monotonic()
+
+    def _check_access(self, request, database: str, context) -> None:
+        """Abort with PERMISSION_DENIED where the config denies this session's query."""
+        if not self.config.denied:
+            return
+        function = None
+        if is_change_stream_query(request.sql):
+            try:
+                spec = parse_query(request.sql, request.params.fields)
+                function = read_function(spec.dialect, spec.stream)
+            except QueryError:
+                function = None  # refused for its own reason right after
+        role = self._roles.get(request.session, "")
+        denied = refusal(self.config.denied, request.session, database, role, function)
+        if denied is not None:
+            context.abort(denied.code, denied.message)
 
     def _information_schema(self, request, database: str, context) -> bytes:
         """Return the answer to an INFORMATION_SCHEMA query (one message), or abort as Spanner would."""

@@ -5,12 +5,15 @@ A cursor is JSON (the pipeline stores it with each checkpoint)::
     {"range": [start hex, end hex],                       # the partition's rows; "" unbounded
      "tokens": [{"range": [start hex, end hex], "token": "..."}, ...],   # sorted by start
      "low_watermark": "2026-01-01T00:00:00+00:00",        # only while a child waits to start
-     "delivered": "2026-01-01T00:00:00+00:00"}            # the newest change the tokens are past
+     "handed_over_until": "2026-01-01T00:00:01+00:00",    # with it: the newest parent's watermark
+     "delivered": "2026-01-01T00:00:00+00:00",            # the newest change the tokens are past
+     "origin": {"tokens": [...], "until": "..."}}         # where its own changes begin (re-reads)
 
 A root partition has no tokens: it is read from a start time. A child starts from the
 tokens its parents handed over when they closed; it may be read once those tokens cover
 its range exactly (``child_ready``). After the first item of a read the cursor holds one
-token for the whole range, the latest the stream sent.
+token for the whole range, the latest the stream sent, and keeps the handed-over tokens
+as its origin: a re-read from a time (``reread_cursor``) starts there or at the time.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from partitions.sources.base import NewPartition, PartitionState
 from .ranges import RowRange, covers, label
 
 RANGE, TOKENS, LOW_WATERMARK, DELIVERED = "range", "tokens", "low_watermark", "delivered"
+HANDED_UNTIL, ORIGIN = "handed_over_until", "origin"
 _GENERATION_MARK = "~g"
 
 
@@ -40,17 +44,28 @@ def root_cursor(row_range: RowRange) -> dict[str, Any]:
 
 
 def tokens_cursor(
-    row_range: RowRange, tokens: Iterable[Token], low_watermark: datetime | None = None
+    row_range: RowRange,
+    tokens: Iterable[Token],
+    low_watermark: datetime | None = None,
+    handed_until: datetime | None = None,
 ) -> dict[str, Any]:
-    """Return the cursor of a partition that resumes from these tokens."""
-    ordered = sorted(tokens, key=lambda t: t.row_range.start)
-    cursor: dict[str, Any] = {
-        RANGE: row_range.to_json(),
-        TOKENS: [{RANGE: t.row_range.to_json(), "token": t.token} for t in ordered],
-    }
+    """Return the cursor of a partition that resumes from these tokens.
+
+    A child's cursor (its parents' handover) has the lowest watermark they handed over and
+    the newest (``handed_until``: the low one unless given).
+    """
+    cursor: dict[str, Any] = {RANGE: row_range.to_json(), TOKENS: _tokens_json(tokens)}
     if low_watermark is not None:
         cursor[LOW_WATERMARK] = low_watermark.isoformat()
+        cursor[HANDED_UNTIL] = (handed_until or low_watermark).isoformat()
     return cursor
+
+
+def _tokens_json(tokens: Iterable[Token]) -> list[dict[str, Any]]:
+    return [
+        {RANGE: t.row_range.to_json(), "token": t.token}
+        for t in sorted(tokens, key=lambda t: t.row_range.start)
+    ]
 
 
 def with_delivered(cursor: dict[str, Any], delivered: datetime | None) -> dict[str, Any]:
@@ -82,6 +97,59 @@ def low_watermark(cursor: Mapping[str, Any]) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+def handed_until(cursor: Mapping[str, Any]) -> datetime | None:
+    """Return the newest watermark the parents of a waiting child handed over, if any."""
+    value = cursor.get(HANDED_UNTIL) or cursor.get(LOW_WATERMARK)
+    return datetime.fromisoformat(value) if value else None
+
+
+class Origin(NamedTuple):
+    """Where a partition's own changes begin: its parents' tokens (none for a root read from a time),
+    and the newest watermark handed over with them (before it, a late parent was still reading)."""
+
+    tokens: list[Token]
+    until: datetime | None
+
+
+def origin(cursor: Mapping[str, Any]) -> Origin | None:
+    """Return the partition's origin, or None for one read before cursors kept it."""
+    kept = cursor.get(ORIGIN)
+    if kept is not None:
+        until = kept.get("until")
+        tokens = parse_cursor({RANGE: cursor[RANGE], TOKENS: kept.get(TOKENS) or []})[1]
+        return Origin(tokens, datetime.fromisoformat(until) if until else None)
+    _, tokens = parse_cursor(cursor)
+    if LOW_WATERMARK in cursor:
+        return Origin(tokens, handed_until(cursor))  # a handover not read yet
+    return Origin([], None) if not tokens else None  # a root not read yet; else not kept
+
+
+def with_origin(cursor: dict[str, Any], begin: Origin | None) -> dict[str, Any]:
+    """Return the cursor keeping the partition's origin (if known)."""
+    if begin is not None:
+        until = begin.until.isoformat() if begin.until else None
+        cursor[ORIGIN] = {TOKENS: _tokens_json(begin.tokens), "until": until}
+    return cursor
+
+
+def reread_cursor(cursor: Mapping[str, Any], at: datetime) -> dict[str, Any] | None:
+    """Return the cursor that reads the partition again from ``at``, or None if it cannot.
+
+    From the tokens its parents handed over when ``at`` is not after the newest parent's
+    watermark (a merge's late parent was still reading its rows then: a read from a time
+    would land them again under this partition); else from ``at`` as a start time, which
+    a read takes back to those tokens if the server says the range was not a partition
+    yet (``BigtableRead``). None for a partition read before its cursor kept its origin.
+    """
+    row_range, _ = parse_cursor(cursor)
+    begin = origin(cursor)
+    if begin is None:
+        return None
+    if begin.tokens and begin.until is not None and at <= begin.until:
+        return with_origin(tokens_cursor(row_range, begin.tokens), begin)
+    return with_origin(root_cursor(row_range), begin)
+
+
 def merge_cursor(stored: Mapping[str, Any], contribution: Mapping[str, Any]) -> dict[str, Any]:
     """Return a child's cursor once one more parent handed over its tokens.
 
@@ -98,7 +166,8 @@ def merge_cursor(stored: Mapping[str, Any], contribution: Mapping[str, Any]) -> 
     by_range = {t.row_range: t for t in held}
     by_range.update((t.row_range, t) for t in added)
     lows = [w for w in (low_watermark(stored), low_watermark(contribution)) if w is not None]
-    return tokens_cursor(row_range, by_range.values(), min(lows) if lows else None)
+    highs = [w for w in (handed_until(stored), handed_until(contribution)) if w is not None]
+    return tokens_cursor(row_range, by_range.values(), min(lows) if lows else None, max(highs, default=None))
 
 
 def is_covered(cursor: Mapping[str, Any]) -> bool:
@@ -180,7 +249,7 @@ def complete_at_end(
         used.append(token)
     if not covers(row_range, pieces):
         return None
-    return tokens_cursor(row_range, [*held, *added], low_watermark(child)), used
+    return tokens_cursor(row_range, [*held, *added], low_watermark(child), handed_until(child)), used
 
 
 def cursor_rows(cursor: Mapping[str, Any]) -> list[tuple[str, str]]:

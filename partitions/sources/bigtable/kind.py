@@ -136,7 +136,21 @@ class BigtableKind(ReadKind):
         self, child: PartitionState, ended: list[PartitionState]
     ) -> tuple[dict[str, Any], list[str]] | None:
         """Return a merged child's cursor completed by parents that read on to the stream's end."""
-        return cursors.complete_at_end(child.cursor, [(p.token, p.cursor) for p in ended])
+        completed = cursors.complete_at_end(child.cursor, [(p.token, p.cursor) for p in ended])
+        if completed is None:
+            return None
+        cursor, used = completed
+        # The parents that read on handed their rows over up to where they stopped.
+        handed = [cursors.handed_until(cursor), *(p.watermark for p in ended if p.token in used)]
+        until = max(w for w in handed if w is not None)
+        return {**cursor, cursors.HANDED_UNTIL: until.isoformat()}, used
+
+    def reread_cursor(self, cursor: dict[str, Any], at: datetime) -> dict[str, Any] | None:
+        """Return the cursor reading the partition again from `at`: its parents' tokens or a start time."""
+        try:
+            return cursors.reread_cursor(cursor, at)
+        except ValueError:
+            return None  # not a cursor of this kind: the operator is told it cannot
 
     def is_generation(self, token: str, base: str) -> bool:
         """Return whether the token is the range's (base) or a later generation of the same range."""

@@ -27,7 +27,16 @@ from partitions.sources.base import (
     RetryableSourceError,
 )
 
-from .cursor import Token, delivered, low_watermark, parse_cursor, tokens_cursor, with_delivered
+from .cursor import (
+    Token,
+    delivered,
+    low_watermark,
+    origin,
+    parse_cursor,
+    tokens_cursor,
+    with_delivered,
+    with_origin,
+)
 from .decode import ChangeAssembler
 from .errors import classify, code_name, from_status
 from .ranges import RowRange, label
@@ -66,6 +75,8 @@ class BigtableRead:
         self._max_attempts, self._backoff_s = max_attempts, backoff_s
         low = low_watermark(partition.cursor)
         self._delivered = delivered(partition.cursor)
+        self._origin = origin(partition.cursor)
+        self._restart = False  # a read from a time sent back to the origin's tokens
         # A merged child is only as far as its slowest parent (the lowest handed over).
         self.watermark = partition.watermark if low is None else min(partition.watermark, low)
         self._assembler = ChangeAssembler(where=partition.label or label(self.row_range))
@@ -78,7 +89,8 @@ class BigtableRead:
     @property
     def cursor(self) -> dict[str, Any]:
         """Return the resume state after the last yielded item: the range and its latest tokens."""
-        return with_delivered(tokens_cursor(self.row_range, self._tokens), self._delivered)
+        cursor = with_delivered(tokens_cursor(self.row_range, self._tokens), self._delivered)
+        return with_origin(cursor, self._origin)
 
     def __iter__(self) -> Iterator[object]:
         return self._run()
@@ -102,7 +114,9 @@ class BigtableRead:
                 for item in self._stream():
                     if item is not None:
                         yield item
-                return
+                if not self._restart:
+                    return
+                self._restart = False  # read again from the origin's tokens at once
             except Exception as exc:  # classified below: the client raises many kinds
                 if self._closed.is_set():
                     return
@@ -230,6 +244,12 @@ class BigtableRead:
         """Return Ended with the new partitions of a split or merge, or None at the end time."""
         if self._assembler.in_progress:
             raise self._malformed("the stream closed in the middle of a change")
+        if raw.continuation_tokens and not self._tokens and self._origin and self._origin.tokens:
+            # A read from a time before the partition began (a re-read from its start, which
+            # is its parents' watermark): the server names the partitions live then instead.
+            # Its own changes begin at the tokens its parents handed over: read from those.
+            self._tokens, self._restart = list(self._origin.tokens), True
+            return None
         code, message = raw.status.code, raw.status.message
         if code == _OK and not raw.continuation_tokens and not raw.new_partitions:
             self._reached_end()

@@ -16,6 +16,7 @@ from partitions.sources.checks import CHECK_TIMEOUT_S, Check, CheckFailed
 from partitions.sources.spanner_checks import SpannerProbe, database_checks, find_name, parse_duration, reason
 from streams.times import format_time
 
+from .query import GOOGLESQL
 from .reader import ChangeStreamReader
 from .records import ChildPartitionsRecord
 
@@ -65,7 +66,7 @@ def checks(values: dict[str, Any], start: datetime | None = None) -> list[Check]
                 if isinstance(record, ChildPartitionsRecord):
                     roots += len(record.child_partitions)
         except SourceError as error:
-            raise CheckFailed(reason(error)) from error
+            raise CheckFailed(_query_refused(error, values["change_stream"], probe.dialect)) from error
         return f"the initial query ran: {roots} root partitions"
 
     return [
@@ -74,6 +75,19 @@ def checks(values: dict[str, Any], start: datetime | None = None) -> list[Check]
         Check("start inside retention", "start_at", retention),
         Check("change stream query allowed", "", query),
     ]
+
+
+def _query_refused(error: SourceError, stream: str, dialect: str) -> str:
+    """Return why the change stream query failed; for a permission, what the credentials need."""
+    if error.code != "PERMISSION_DENIED":
+        return reason(error)
+    google = dialect == GOOGLESQL
+    function = f"TABLE FUNCTION READ_{stream}" if google else f"FUNCTION spanner.read_json_{stream}"
+    return (
+        f"{reason(error)}; the credentials may not read the change stream: give them "
+        f"spanner.databases.select on the database (IAM), or, with a database role, SELECT ON CHANGE "
+        f"STREAM {stream} and EXECUTE ON {function}"
+    )
 
 
 def _hours(span: timedelta) -> str:

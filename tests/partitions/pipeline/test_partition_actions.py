@@ -1,19 +1,23 @@
 """Partition actions with real Celery workers: a released lease moves to another worker at once,
-and a re-read lands a partition again while the landing zone, deduped, stays the ground truth."""
+and a re-read lands a partition again while the landing zone, deduped, stays the ground truth
+and the real report job (on the tests' Spark session) gives the same figures over the range."""
 
 from __future__ import annotations
 
 import re
 import time
 from datetime import timedelta
+from pathlib import Path
 
-import pyarrow.compute as pc
 import pytest
 from django.utils import timezone
 
+from cdcweb.reports.command import MAIN, build_command, export_lineage
+from cdcweb.reports.models import Report
+from cdcweb.reports.output import load_results
 from partitions.models import Partition
 from partitions.pipeline import landing
-from partitions.sources.landing import DEDUPE_KEY
+from spark_tasks.main import main as job_main
 from streams.models import AuditEntry, Stream
 from tests.partitions.pipeline.conftest import TEST_ENV
 from tests.partitions.pipeline.test_pipeline import (
@@ -51,18 +55,19 @@ def held_by(stream: Stream, worker: str):
     )
 
 
-def report_totals(table) -> dict:
-    """Return the totals a report computes over a landing zone: deduped on the order key, as Spark does.
+def spark_report(spark, stream: Stream, output: Path) -> tuple[dict, dict, list]:
+    """Run the report job over the stream's whole range on the tests' Spark session.
 
-    tests/reports/test_report_spark.py holds the report job's totals equal to these.
+    Its arguments are the ones the report task gives spark-submit (cdcweb.reports.command)
+    and its tables are read back as the task reads them (cdcweb.reports.output): only the
+    JVM is the session's, started once, instead of spark-submit's own.
     """
-    unique = table.group_by(list(DEDUPE_KEY)).aggregate([("mod_bytes", "max")])
-    return {
-        "mods": unique.num_rows,
-        "records": unique.group_by(list(DEDUPE_KEY[:4])).aggregate([]).num_rows,
-        "bytes": pc.sum(unique["mod_bytes_max"]).as_py(),
-        "transactions": len(pc.unique(table["server_transaction_id"])),
-    }
+    output.mkdir(parents=True)
+    since, until = stream.start_at - timedelta(minutes=1), stream.end_at + timedelta(minutes=1)
+    report = Report(stream=stream, since=since, until=until, requested_by="test")  # not saved: no task
+    argv = build_command(report, output, export_lineage(stream, since, until, output / "lineage.json"))
+    assert job_main(argv[argv.index(str(MAIN)) + 1 :], spark) == 0
+    return load_results(output / "summary.json")
 
 
 def lease_started_at(pipeline, worker: str, partition_id: int) -> float | None:
@@ -103,10 +108,11 @@ def test_a_released_lease_goes_to_another_worker_within_a_scheduler_interval(
     wait_for("the partition to move on", lambda: Partition.objects.get(pk=target.pk).watermark > before, 60)
 
 
-def test_a_reread_lands_a_finished_partition_again_and_dedupe_keeps_the_ground_truth(
-    pipeline, sim, wait_for, stop_all
+@pytest.mark.timeout(1200)  # two Spark reports beside the pipeline on a loaded 2-core machine
+def test_a_reread_lands_a_finished_partition_again_and_the_report_over_its_range_is_unchanged(
+    pipeline, sim, wait_for, stop_all, spark, settings, tmp_path
 ):
-    # given a stream over a past span read to its end
+    # given a stream over a past span read to its end, and the report of its range
     start, end = span_in_past(10, timedelta(seconds=20))
     stream = create_stream(pipeline, sim, "bounded", start, end)
     pipeline.beat()
@@ -115,6 +121,8 @@ def test_a_reread_lands_a_finished_partition_again_and_dedupe_keeps_the_ground_t
     wait_for("the stream to pause at its end", lambda: Stream.objects.get(pk=stream.pk).state == S.PAUSED, 60)
     landed = landing.read_landing(str(pipeline.landing), stream.pk)
     assert landed_keys(pipeline, stream) == truth_keys(sim, stream)
+    settings.CDC_LANDING_URI, settings.CDC_SPARK_LANDING_URI = str(pipeline.landing), ""
+    before, tables_before, assumptions_before = spark_report(spark, stream, tmp_path / "before")
     target = Partition.objects.filter(stream=stream, data_records__gt=0).order_by("-data_records").first()
     # when an operator re-reads one finished partition from its start and resumes the stream
     pipeline.manage("cdc_stream", "reread", str(target.pk), "--from", target.start_at.isoformat())
@@ -131,12 +139,23 @@ def test_a_reread_lands_a_finished_partition_again_and_dedupe_keeps_the_ground_t
         120,
     )
     wait_for("the stream to pause at its end", lambda: Stream.objects.get(pk=stream.pk).state == S.PAUSED, 60)
+    pipeline.stop_all()  # nothing is left to read; Spark gets the cores
     once = landed.column("partition_token").to_pylist().count(target.token)
     assert once > 0
     again = landing.read_landing(str(pipeline.landing), stream.pk)
     assert again.num_rows - landed.num_rows >= once
     # and the landing zone, deduped as reports dedupe it, is still exactly the ground truth
     assert landed_keys(pipeline, stream) == truth_keys(sim, stream)
-    assert report_totals(again) == report_totals(landed)
+    # and the report of the range counts the landed copies but every figure is as before
+    after, tables_after, assumptions_after = spark_report(spark, stream, tmp_path / "after")
+    counts, counted = dict(before["totals"]), dict(after["totals"])
+    assert counted.pop("landed_mods") - counts.pop("landed_mods") == again.num_rows - landed.num_rows
+    assert counted.pop("duplicate_mods_removed") - counts.pop("duplicate_mods_removed") == (
+        again.num_rows - landed.num_rows
+    )
+    assert counted == counts
+    assert counts["mods"] == len(truth_keys(sim, stream)) > 0
+    assert tables_after == tables_before
+    assert assumptions_after == assumptions_before
     entry = AuditEntry.objects.get(partition_id=target.pk, action="reread")
     assert entry.before["state"] == "FINISHED"

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from partitions.simulator.spanner.server import start_server
 from partitions.sources import KINDS
 from partitions.sources.checks import Check, CheckFailed, run_checks
 
@@ -156,3 +158,39 @@ def test_a_check_that_raises_anything_is_a_failed_check_not_an_error():
     assert [(r.check, r.ok, r.detail) for r in found] == [
         ("a", False, "RuntimeError: boom"), ("b", False, "no"), ("c", True, "fine"),
     ]  # fmt: skip
+
+
+@pytest.fixture
+def denying(simulator):
+    """Yield a simulator like the session's whose demo-db denies callers without a database role."""
+    config = replace(simulator.config, denied=(("demo-db", ""),))
+    server = start_server(config, "127.0.0.1", 0)
+    try:
+        yield server
+    finally:
+        server.stop(0)
+
+
+def test_credentials_that_may_not_query_the_change_stream_fail_that_check_saying_what_they_need(
+    change_stream, denying
+):
+    # given credentials the database answers (GetDatabase) but lets run no query
+    values = {**change_stream, "emulator_host": denying.emulator_host}
+    # when the checks run
+    found = results("spanner_change_stream", values)
+    # then the query check fails with Spanner's PERMISSION_DENIED and what to grant
+    ok, detail = found["change stream query allowed"]
+    assert not ok
+    assert detail.startswith(
+        "PERMISSION_DENIED: Caller is missing IAM permission spanner.databases.select on resource "
+        "projects/p/instances/i/databases/demo-db."
+    )
+    assert detail.endswith(
+        "; the credentials may not read the change stream: give them spanner.databases.select on the "
+        "database (IAM), or, with a database role, SELECT ON CHANGE STREAM Changes and EXECUTE ON "
+        "TABLE FUNCTION READ_Changes"
+    )
+    assert found["database answers"][0]
+    # and where they may (the other database of the same server), it passes
+    allowed = results("spanner_change_stream", {**values, "database": "demo-pg"})
+    assert allowed["change stream query allowed"][0], allowed

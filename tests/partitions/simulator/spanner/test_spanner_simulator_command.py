@@ -46,3 +46,10 @@ def test_bad_option_is_one_line_on_stderr_and_status_2():
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
     assert "invalid fault" in result.stderr
+
+
+def test_a_denial_of_a_database_not_served_is_one_line_and_status_2():
+    result = run("--deny", "nope:reader")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "cannot deny access to database nope: it is not served" in result.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,9 @@ from partitions.sources.bigtable.cursor import (
     Token,
     child_ready,
     merge_cursor,
+    origin,
     place_child,
+    reread_cursor,
     root_cursor,
     split_generation,
     tokens_cursor,
@@ -186,3 +188,32 @@ def test_a_merged_child_starts_at_the_lower_of_its_parents_watermarks():
 def test_the_intersection_of_two_ranges_is_the_keys_both_hold(a, b, both):
     assert a.intersection(b) == both
     assert b.intersection(a) == both
+
+
+def test_a_read_child_keeps_its_origin_and_a_reread_starts_there_or_at_the_time():
+    # given a merged child handed over by two parents, at T0 and T1, as its read keeps it
+    cursor = merge_cursor(
+        tokens_cursor(r("b", "d"), [Token(r("b", "c"), "left")], low_watermark=T0),
+        tokens_cursor(r("b", "d"), [Token(r("c", "d"), "right")], low_watermark=T1),
+    )
+    read = BigtableRead(
+        None,
+        "projects/p/instances/i/tables/t",
+        "default",
+        PartitionState("c", T0, T0, cursor),
+        None,
+        ReadOptions(1000),
+    )
+    begin = origin(read.cursor)
+    # then its origin is both parents' tokens, until the later parent's watermark
+    assert ([t.token for t in begin.tokens], begin.until) == (["left", "right"], T1)
+    # and a re-read up to that watermark starts from them, after it from the time alone
+    assert [t["token"] for t in reread_cursor(read.cursor, T1)["tokens"]] == ["left", "right"]
+    later = reread_cursor(read.cursor, T1 + timedelta(microseconds=1))
+    assert later["tokens"] == []
+    assert origin(later) == begin
+
+
+def test_a_root_is_read_again_from_the_time():
+    cursor = reread_cursor({**root_cursor(ALL), "tokens": [], "origin": {"tokens": [], "until": None}}, T1)
+    assert (cursor["tokens"], origin(cursor).tokens) == ([], [])
