@@ -54,7 +54,7 @@ def held_by(stream: Stream, worker: str):
 def report_totals(table) -> dict:
     """Return the totals a report computes over a landing zone: deduped on the order key, as Spark does.
 
-    tests/reports/test_report_spark.py holds the report job's totals equal to these.
+    tests/cdcweb/reports/test_report_spark.py holds the report job's totals equal to these.
     """
     unique = table.group_by(list(DEDUPE_KEY)).aggregate([("mod_bytes", "max")])
     return {
