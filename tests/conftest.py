@@ -24,8 +24,8 @@ from partitions.simulator.spanner.server import start_server
 from spark_tasks.session import build_session
 from streams.roles import OPERATORS, VIEWERS, ensure_roles
 from tests import factories
-from tests.api.support import token_for
 from tests.factories import databases
+from tests.factories.api import token_for
 from tests.factories.lineage import make_lineage_stream
 from tests.factories.object_store import S3Server
 

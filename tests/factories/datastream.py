@@ -1,6 +1,6 @@
 """Fixtures of watched streams: a Datastream simulator over real gRPC, the clients pointed at it.
 
-conftest.py files import them (tests/partitions/watch, tests/api, tests/web)."""
+conftest.py files import them (tests/partitions/watch, tests/cdcweb/dashboard and its api/)."""
 
 from __future__ import annotations
 

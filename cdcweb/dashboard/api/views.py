@@ -88,7 +88,7 @@ ACTION_RESPONSES = {
     409: OpenApiResponse(ConflictSerializer, description="the state machine forbids the move"),
 }
 WINDOW_REFUSED = OpenApiResponse(description="a bad time, or a window too long or holding too many rows")
-# Examples include times out of range, so the schema fuzzing (tests/api/test_api_schema.py)
+# Examples include times out of range, so the schema fuzzing (tests/cdcweb/test_api_schema.py)
 # sends them too: they must get a 400, never a 500.
 TIME_EXAMPLES = [
     OpenApiExample(name, value=value)

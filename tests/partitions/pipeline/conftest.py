@@ -23,8 +23,8 @@ from cdcweb.settings import database_config
 from partitions.simulator.spanner.config import SimulatorConfig, parse_fault
 from partitions.simulator.spanner.server import start_server
 from tests import factories
-from tests.api.support import point_default_at
 from tests.factories import databases
+from tests.factories.api import point_default_at
 
 ROOT = Path(__file__).resolve().parents[3]
 CELERY = str(Path(sys.executable).with_name("celery"))

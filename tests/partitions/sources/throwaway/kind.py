@@ -1,7 +1,8 @@
 """A throwaway kind, as a maintainer would add one: this folder, and one register() line.
 
 It reads nothing (its Source refuses); it exists to show that create (API, admin, CLI),
-the pages and the API schema accept a new kind with no other change (tests/api/test_api_new_kind.py).
+the pages and the API schema accept a new kind with no other change
+(tests/cdcweb/dashboard/api/test_api_new_kind.py).
 """
 
 from __future__ import annotations
