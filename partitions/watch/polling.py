@@ -10,7 +10,8 @@ What the source says becomes cdcweb's own rows:
 - each object (source table) is a Partition: its backfill state as the partition's state,
   the backfill's times and errors in its cursor, its source name as its label;
 - the metrics are one LagSample (freshness as lag, events counted as records, so the same
-  lag and throughput charts draw them) and the latest rates on the WatchedStream row.
+  lag and throughput charts draw them) and the latest rates on the WatchedStream row, with
+  the metric types the project's descriptors lack (a warning on the page).
 
 Cost per cycle: the Poller's (partitions/sources/datastream/poll.py): one ListStreams per
 location (or one GetStream per stream of a location with a single watched stream), one
@@ -45,6 +46,7 @@ ROW_FIELDS = (
     "source_state", "maintenance", "display_name", "source_type", "destination_type", "last_recovery_at",
     "source_updated_at", "polled_at", "poll_failure", "freshness_seconds", "events_per_second",
     "bytes_per_second", "unsupported_events", "events_total", "bytes_total", "metrics_until",
+    "missing_metrics",
 )  # fmt: skip
 OBJECT_FIELDS = ("label", "state", "watermark", "cursor", "last_progress_at", "finished_at")
 
@@ -256,6 +258,7 @@ def _metrics(stream: Stream, row: WatchedStream, poll: StreamPoll, now: datetime
     row.freshness_seconds = metrics.lag_seconds
     row.events_per_second, row.bytes_per_second = metrics.events_per_second, metrics.bytes_per_second
     row.unsupported_events = metrics.unsupported_events
+    row.missing_metrics = list(metrics.missing)
     if metrics.lag_seconds is None:
         return None  # a paused stream has no freshness: no point rather than a false zero
     return LagSample(

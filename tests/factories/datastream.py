@@ -51,6 +51,21 @@ def travel(monkeypatch):
         server.stop()
 
 
+@pytest.fixture
+def without_freshness(monkeypatch):
+    """Yield a small simulator whose project has no freshness descriptor, the clients pointed at it."""
+    config = DatastreamSimConfig(
+        seed=5, streams=4, cycle=7200.0, metric_step=10.0, epoch=time.time(), missing_metrics=("freshness",)
+    )
+    server = start_server(config)
+    monkeypatch.setenv(DATASTREAM_ENDPOINT_ENV, server.endpoint)
+    monkeypatch.setenv(MONITORING_ENDPOINT_ENV, server.endpoint)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def pick(ds_watch_sim):
     """Return pick(state): the ID of a simulated stream in that state for the next minute, never twice."""

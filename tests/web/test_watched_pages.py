@@ -101,3 +101,13 @@ def test_a_bad_backfill_request_is_a_message_and_viewers_cannot_ask(client, user
     )
     assert "&#x27;start&#x27; or &#x27;stop&#x27;" in answer.content.decode()
     assert not stream.operations.exists()
+
+
+def test_a_metric_cloud_monitoring_does_not_describe_is_a_warning(client, users, without_freshness):
+    running = without_freshness.steady_streams("RUNNING", 60.0)[0].rsplit("/", 1)[-1]
+    stream = import_streams(PROJECT, LOCATION, running).created[0]
+    poll_watched()
+    client.force_login(users["viewer"])
+    html = _page(client, stream)
+    assert "Cloud Monitoring has no descriptor of datastream.googleapis.com/stream/freshness" in html
+    assert "the lag (data freshness) is not charted" in html
