@@ -115,6 +115,45 @@ def test_bad_action_arguments_are_a_400(operator, at_sim, pick, path, body, says
     assert says in str(answer.json())
 
 
+def test_recover_from_a_given_position_is_sent_with_it(operator, at_sim, pick):
+    stream = import_streams(PROJECT, LOCATION, pick("FAILED_PERMANENTLY", "oracle")).created[0]
+    body = {"strategy": "position", "position": {"oracle_scn_position": {"scn": 2_000_000}}}
+    answer = operator.post(f"/api/v1/streams/{stream.pk}/recover/", body, format="json")
+    assert answer.status_code == 200, answer.content
+    operation = stream.operations.get()
+    assert operation.arguments == {"start": "specific", "position": body["position"]}
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"strategy": "position"}, "strategy 'position' needs a position"),
+        ({"strategy": "now", "position": "oracle:5"}, "only used with strategy 'position'"),
+        ({"strategy": "position", "position": "oracle:five"}, "an Oracle position is oracle:SCN"),
+        ({"strategy": "position", "position": [1, 2]}, "exactly one of"),
+        (
+            {"strategy": "position", "position": {"mysql_log_position": {"log_file": 5, "log_position": 1}}},
+            "bad argument",
+        ),
+    ],
+)
+def test_a_bad_position_is_a_400_that_says_why(operator, at_sim, body, says):
+    failed = at_sim.steady_streams("FAILED_PERMANENTLY", 60.0)[0].rsplit("/", 1)[-1]
+    stream = import_streams(PROJECT, LOCATION, failed).created[0]
+    answer = operator.post(f"/api/v1/streams/{stream.pk}/recover/", body, format="json")
+    assert answer.status_code == 400, answer.content
+    assert says in str(answer.json())
+    assert not stream.operations.exists()
+
+
+def test_a_read_stream_has_no_position_to_recover_from(operator, stream):
+    Stream.objects.filter(pk=stream.pk).update(state="FAILED_PERMANENTLY")
+    body = {"strategy": "position", "position": "oracle:5"}
+    answer = operator.post(f"/api/v1/streams/{stream.pk}/recover/", body, format="json")
+    assert answer.status_code == 400
+    assert "read by cdcweb" in str(answer.json())
+
+
 def test_a_read_stream_has_no_backfill(operator, stream):
     answer = operator.post(f"/api/v1/streams/{stream.pk}/backfill/", {"object": "x", "action": "start"})
     assert answer.status_code == 400

@@ -68,14 +68,15 @@ def without_freshness(monkeypatch):
 
 @pytest.fixture(scope="session")
 def pick(ds_watch_sim):
-    """Return pick(state): the ID of a simulated stream in that state for the next minute, never twice."""
+    """Return pick(state, source=None): the ID of a simulated stream in that state for the next minute
+    (of that source type, e.g. mysql, when given), never twice."""
     taken: set[str] = set()
 
-    def one(state: str) -> str:
+    def one(state: str, source: str | None = None) -> str:
         for name in ds_watch_sim.steady_streams(state, 60.0):
-            if name not in taken:
+            if name not in taken and source in (None, ds_watch_sim.world.streams[name].source):
                 taken.add(name)
                 return name.rsplit("/", 1)[-1]
-        raise AssertionError(f"the simulator has no spare {state} stream")
+        raise AssertionError(f"the simulator has no spare {state} stream of {source or 'any source'}")
 
     return one

@@ -204,11 +204,27 @@ class ActionSerializer(serializers.Serializer):
 class RecoverSerializer(ActionSerializer):
     """How to recover a stream that failed permanently."""
 
-    strategy = serializers.ChoiceField(choices=RECOVERY_STRATEGIES)
+    strategy = serializers.ChoiceField(
+        choices=RECOVERY_STRATEGIES,
+        help_text="watermark, now or timestamp; a watched stream: watermark (the source's next available "
+        "position), now (its most recent) or position (the position given)",
+    )
     timestamp = StrictDateTimeField(required=False, allow_null=True)
+    position = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="strategy position (a watched stream): one field of Datastream's SpecificStartPosition, "
+        'e.g. {"mysql_log_position": {"log_file": "mysql-bin.000123", "log_position": 4}} or '
+        '{"oracle_scn_position": {"scn": 123456789}}, or its text form such as "oracle:123456789"',
+    )
 
     def validate(self, attrs: dict) -> dict:
         """Require a past timestamp with strategy "timestamp", and none with the others."""
+        if attrs.get("position") is not None and attrs["strategy"] != "position":
+            message = f"a position is only used with strategy 'position', not {attrs['strategy']!r}"
+            raise serializers.ValidationError({"position": message})
+        if attrs["strategy"] == "position" and attrs.get("position") is None:
+            raise serializers.ValidationError({"position": "strategy 'position' needs a position"})
         timestamp = attrs.get("timestamp")
         if attrs["strategy"] == "timestamp":
             if timestamp is None:

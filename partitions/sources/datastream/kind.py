@@ -96,6 +96,10 @@ class DatastreamKind(WatchedKind):
             "metrics, and operates it (pause, resume, recover, backfills) through the Datastream API.",
         ]
 
+    def start_position(self, value: Any) -> dict[str, Any]:
+        """Return a specific start position (JSON, or text such as oracle:123) checked; raise ValueError."""
+        return operations.parse_position(value)
+
     def describe(self, values: dict[str, Any]) -> str:
         """Return one line naming the source, as pages show it."""
         return (

@@ -133,6 +133,12 @@ class Command(BaseCommand):
         recover.add_argument("name")
         recover.add_argument("--strategy", required=True, choices=actions.RECOVERY_STRATEGIES)
         recover.add_argument("--timestamp", default=None, help="ISO 8601 with a zone (strategy timestamp)")
+        recover.add_argument(
+            "--position",
+            default=None,
+            help="a watched stream's source log position (strategy position): mysql:FILE:OFFSET, "
+            "gtid:SET, oracle:SCN, sqlserver:LSN, or the API's JSON",
+        )
         imports = sub.add_parser(
             "import-datastream",
             help="watch every Datastream stream of a location (or the one --stream names)",
@@ -316,7 +322,10 @@ class Command(BaseCommand):
     def do_recover(self, options) -> None:
         stream = self._stream(options["name"])
         timestamp = self._time(options["timestamp"], "--timestamp") if options["timestamp"] else None
-        self._report(actions.recover(stream, options["strategy"], timestamp, by=self._by()))
+        recovered = actions.recover(
+            stream, options["strategy"], timestamp, by=self._by(), position=options["position"]
+        )
+        self._report(recovered)
 
     def do_delete(self, options) -> None:
         done = deletion.delete_stream(self._stream(options["name"]), options["data"], by=self._by())
