@@ -85,7 +85,6 @@ class PartitionAdmin(ReadOnlyAdmin):
             lambda p, by: partition_actions.reread(p.pk, p.start_at, by, NAMED),
         )
 
-
     @admin.action(
         description="Start the backfill of selected objects (watched streams)", permissions=["operate"]
     )

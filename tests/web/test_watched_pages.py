@@ -134,3 +134,20 @@ def test_a_bad_position_on_the_page_is_a_message(client, users, at_sim):
     answer = client.post(reverse("stream-action", args=[stream.pk, "recover"]), form, follow=True)
     assert "a MySQL position is mysql:FILE:POSITION" in answer.content.decode()
     assert not stream.operations.exists()
+
+
+def test_the_lineage_card_speaks_of_objects_and_their_backfills(client, users, at_sim, pick):
+    stream = import_streams(PROJECT, LOCATION, pick("RUNNING")).created[0]
+    poll_watched(objects=True)
+    client.force_login(users["viewer"])
+    html = _page(client, stream)
+    assert "Objects and their backfills" in html
+    assert "one object of the Datastream stream" in html
+    assert "splits and merges" not in html
+    assert "fixed partitions" not in html
+    assert "Low-watermark lag" not in html
+    # and an object's page shows its backfill
+    partition = stream.partitions.order_by("token").first()
+    detail = client.get(reverse("partition-detail", args=[partition.pk])).content.decode()
+    assert "Backfill" in detail
+    assert partition.cursor["backfill_state"] in detail
