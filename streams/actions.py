@@ -213,7 +213,11 @@ def backfill(stream: Stream, object_id: str, what: str, *, by: str) -> Stream:
 
 
 def _operate(stream: Stream, action: str, by: str, target: str = "", **arguments) -> Stream:
-    """Record an operation on a watched stream and send the task that asks the source to do it."""
+    """Record an operation on a watched stream and send the task that asks the source to do it.
+
+    Return the stream, carrying the operation recorded as ``sent_operation`` (the API answers
+    with it, the CLI follows it to its end).
+    """
     with transaction.atomic():
         locked = Stream.objects.select_for_update(no_key=True).get(pk=stream.pk)
         running = locked.operations.filter(
@@ -233,4 +237,5 @@ def _operate(stream: Stream, action: str, by: str, target: str = "", **arguments
         # Audited like a read stream's action; the source's answer shows on the operation.
         audit.record(locked, action, by, target, audit.stream_before(locked))
         dispatch.send_after_commit("partitions.watch.tasks.operate_stream_task", operation.pk)
+    locked.sent_operation = operation
     return locked

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -302,11 +303,36 @@ class BackfillSerializer(ActionSerializer):
 
 
 class StreamOperationSerializer(serializers.ModelSerializer):
-    """One action carried out by a watched stream's source: its progress, outcome or refusal."""
+    """One action carried out by a watched stream's source: its progress, outcome or refusal.
+
+    ``status`` is PENDING (no worker took it yet), RUNNING (the source's long-running operation
+    is followed; ``message`` and ``elapsed_seconds`` are its progress), then DONE, REFUSED (in
+    the source's words) or FAILED; ``url`` is where to poll it until ``finished_at`` is set.
+    """
+
+    url = serializers.SerializerMethodField()
 
     class Meta:
         model = StreamOperation
         fields = (
-            "id", "action", "target", "arguments", "by", "status", "message", "code", "operation",
+            "id", "url", "action", "target", "arguments", "by", "status", "message", "code", "operation",
             "elapsed_seconds", "created_at", "finished_at",
         )  # fmt: skip
+
+    def get_url(self, operation: StreamOperation) -> str:
+        """Return the operation's own URL (the API path), to poll it to its end."""
+        return reverse("stream-operation-detail", args=[operation.stream_id, operation.pk])
+
+
+class AcceptedOperationSerializer(StreamOperationSerializer):
+    """A watched stream's action, accepted (202): the operation to follow, and the stream as it is now."""
+
+    stream = serializers.SerializerMethodField()
+
+    class Meta(StreamOperationSerializer.Meta):
+        fields = (*StreamOperationSerializer.Meta.fields, "stream")
+
+    @extend_schema_field(StreamSerializer)
+    def get_stream(self, operation: StreamOperation) -> dict:
+        """Return the stream as the action left it, as the view serialized it (the source moves it)."""
+        return self.context["stream"]
