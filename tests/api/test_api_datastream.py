@@ -214,6 +214,7 @@ def test_errors_carry_datastreams_uuid_and_details(operator, at_sim, pick):
     errors = operator.get(f"/api/v1/streams/{stream.pk}/errors/").json()["results"]
     assert len(errors) == 2
     assert all(e["uuid"] and isinstance(e["details"], dict) for e in errors)
+    assert all(e["last_seen_at"] is not None for e in errors)  # Datastream still reports them
 
 
 def test_deleting_a_watched_stream_stops_watching_it_in_any_state(operator, at_sim, pick):

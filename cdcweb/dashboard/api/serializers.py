@@ -271,7 +271,7 @@ class StreamErrorSerializer(serializers.ModelSerializer):
         model = StreamError
         fields = (
             "id", "at", "kind", "code", "message", "attempt", "partition", "partition_token",
-            "uuid", "details",
+            "uuid", "details", "last_seen_at",
         )  # fmt: skip
 
     def get_partition_token(self, error: StreamError) -> str | None:
