@@ -326,6 +326,7 @@ SPECTACULAR_SETTINGS = {
         "ChannelKindEnum": "cdcweb.alerts.models.Channel.Kind",
         "DeliveryEventEnum": "cdcweb.alerts.models.DeliveryAttempt.Event",
         "DeliveryStatusEnum": "cdcweb.alerts.models.DeliveryAttempt.Status",
+        "StreamOperationStatusEnum": "streams.models.StreamOperation.Status",
     },
 }
 

@@ -1,10 +1,17 @@
-"""Read-only admin for partitions, their lineage and lag samples: the pipeline owns these rows."""
+"""Read-only admin for partitions, their lineage and lag samples: the pipeline owns these rows.
+
+Operators act on selected partitions: release a lease, re-read from the start, and, for a
+watched stream's objects (a Datastream stream's tables are its partitions), start or stop
+their backfills, each sent to the source as an operation (streams/actions.py).
+"""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from streams import actions as stream_actions
 from streams.access import can_operate
+from streams.transitions import TransitionNotAllowed
 
 from .models import LagSample, Partition, PartitionEdge
 from .pipeline import partition_actions
@@ -37,7 +44,7 @@ class PartitionAdmin(ReadOnlyAdmin):
     list_filter = ("state", "stalled", "stream")
     search_fields = ("token", "stream__name")
     list_select_related = ("stream",)
-    actions = ("release_leases", "reread_from_start")
+    actions = ("release_leases", "reread_from_start", "start_backfills", "stop_backfills")
 
     def has_operate_permission(self, request) -> bool:
         """Return True if the user may act on streams (the same rule as the pages and the API)."""
@@ -49,7 +56,11 @@ class PartitionAdmin(ReadOnlyAdmin):
         for partition in queryset:
             try:
                 act(partition, request.user.get_username())
-            except partition_actions.ActionRefused as refused:
+            except (
+                partition_actions.ActionRefused,
+                stream_actions.InvalidAction,
+                TransitionNotAllowed,
+            ) as refused:
                 self.message_user(request, str(refused), messages.ERROR)
             else:
                 done.append(str(partition.pk))
@@ -72,6 +83,27 @@ class PartitionAdmin(ReadOnlyAdmin):
             queryset,
             "Re-reading",
             lambda p, by: partition_actions.reread(p.pk, p.start_at, by, NAMED),
+        )
+
+    @admin.action(
+        description="Start the backfill of selected objects (watched streams)", permissions=["operate"]
+    )
+    def start_backfills(self, request, queryset):
+        self._backfill(request, queryset, "start")
+
+    @admin.action(
+        description="Stop the backfill of selected objects (watched streams)", permissions=["operate"]
+    )
+    def stop_backfills(self, request, queryset):
+        self._backfill(request, queryset, "stop")
+
+    def _backfill(self, request, queryset, what: str) -> None:
+        """Send a backfill start or stop of each selected object to its stream's source."""
+        self._run(
+            request,
+            queryset.select_related("stream"),
+            f"Backfill {what} sent to the source (progress on the stream's page)",
+            lambda p, by: stream_actions.backfill(p.stream, p.token, what, by=by),
         )
 
 

@@ -131,6 +131,8 @@ class WatchedStream(models.Model):
     events_total = models.BigIntegerField(default=0)  # counted since cdcweb watches it
     bytes_total = models.BigIntegerField(default=0)
     metrics_until = models.DateTimeField(null=True, blank=True)  # the newest metric point counted
+    # Metric types Cloud Monitoring has no descriptor of in the stream's project: not charted.
+    missing_metrics = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"{self.stream_id}: {self.source_state}"

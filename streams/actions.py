@@ -13,6 +13,7 @@ end (partitions/watch/operating.py). The stream's state then moves as the source
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -23,7 +24,8 @@ from .times import format_time
 from .transitions import TransitionNotAllowed, transition
 
 S = Stream.State
-RECOVERY_STRATEGIES = ("watermark", "now", "timestamp")
+# "position" is a watched stream's: a log position its source keeps (Datastream's specific start).
+RECOVERY_STRATEGIES = ("watermark", "now", "timestamp", "position")
 
 
 class InvalidAction(ValueError):
@@ -93,16 +95,36 @@ def resume(stream: Stream, by: str, reason: str = "") -> Stream:
 
 
 def recover(
-    stream: Stream, strategy: str, timestamp: datetime | None = None, *, by: str, reason: str = ""
+    stream: Stream,
+    strategy: str,
+    timestamp: datetime | None = None,
+    *,
+    by: str,
+    reason: str = "",
+    position: Any = None,
 ) -> Stream:
     """Recover a FAILED_PERMANENTLY stream from its watermarks, from now, or from a timestamp.
 
     "watermark" keeps every partition and continues where each stopped; "now" and
     "timestamp" set Stream.resume_from, and the start task drops the unfinished
     partitions and re-runs the initial query there (records in between are skipped).
+    A watched stream recovers where its source can (``watched_start``), "position" from
+    a log position its source keeps (``position``: the API's JSON or an operator's text).
     """
     if kinds.watched(stream.source_kind):
-        return _operate(stream, "recover", by, start=watched_start(strategy, timestamp))
+        start = watched_start(strategy, timestamp, position is not None)
+        if start != "specific":
+            return _operate(stream, "recover", by, start=start)
+        try:
+            checked = kinds.start_position(stream.source_kind, position)
+        except ValueError as refused:
+            raise InvalidAction(f"position: {refused}") from None
+        return _operate(stream, "recover", by, start=start, position=checked)
+    if strategy == "position" or position is not None:
+        raise InvalidAction(
+            f"stream '{stream.name}' is read by cdcweb: it recovers from its watermarks, now or a "
+            "timestamp, not from a position of its source"
+        )
     resume_from = recovery_point(stream, strategy, timestamp)
     where = "watermarks" if resume_from is None else format_time(resume_from)
     before = audit.stream_before(stream)
@@ -155,20 +177,27 @@ def _before_end(stream: Stream, point: datetime) -> datetime:
 
 
 # A watched stream recovers where its source can: "watermark" is the next position the source
-# still has (Datastream's next available), "now" the most recent one.
-WATCHED_STARTS = {"watermark": "next_available", "now": "most_recent"}
+# still has (Datastream's next available), "now" the most recent one, "position" one given.
+WATCHED_STARTS = {"watermark": "next_available", "now": "most_recent", "position": "specific"}
 BACKFILL_ACTIONS = ("start", "stop")
 
 
-def watched_start(strategy: str, timestamp: datetime | None) -> str:
+def watched_start(strategy: str, timestamp: datetime | None, positioned: bool = False) -> str:
     """Return the source's CDC start for a recovery strategy, or raise InvalidAction."""
     if strategy == "timestamp" or timestamp is not None:
         raise InvalidAction(
             "a watched stream recovers from a log position its source keeps, not from a timestamp: "
-            "use strategy 'watermark' (the next available position) or 'now' (the most recent)"
+            "use strategy 'watermark' (the next available position), 'now' (the most recent) or "
+            "'position' with a position"
         )
     if strategy not in WATCHED_STARTS:
         raise InvalidAction(f"unknown recovery strategy {strategy!r}: use one of {', '.join(WATCHED_STARTS)}")
+    if (strategy == "position") != positioned:
+        raise InvalidAction(
+            "strategy 'position' needs a position"
+            if strategy == "position"
+            else f"a position is only used with strategy 'position', not {strategy!r}"
+        )
     return WATCHED_STARTS[strategy]
 
 
@@ -184,7 +213,11 @@ def backfill(stream: Stream, object_id: str, what: str, *, by: str) -> Stream:
 
 
 def _operate(stream: Stream, action: str, by: str, target: str = "", **arguments) -> Stream:
-    """Record an operation on a watched stream and send the task that asks the source to do it."""
+    """Record an operation on a watched stream and send the task that asks the source to do it.
+
+    Return the stream, carrying the operation recorded as ``sent_operation`` (the API answers
+    with it, the CLI follows it to its end).
+    """
     with transaction.atomic():
         locked = Stream.objects.select_for_update(no_key=True).get(pk=stream.pk)
         running = locked.operations.filter(
@@ -204,4 +237,5 @@ def _operate(stream: Stream, action: str, by: str, target: str = "", **arguments
         # Audited like a read stream's action; the source's answer shows on the operation.
         audit.record(locked, action, by, target, audit.stream_before(locked))
         dispatch.send_after_commit("partitions.watch.tasks.operate_stream_task", operation.pk)
+    locked.sent_operation = operation
     return locked

@@ -9,7 +9,7 @@ so a new kind needs no migration and no change here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Kind(Protocol):
@@ -19,6 +19,9 @@ class Kind(Protocol):
     label: str
     unavailable: str  # why streams of this kind cannot run ("" when they can)
     watched: bool  # True: the source runs the stream and cdcweb operates it through the source
+
+    def start_position(self, value: Any) -> dict[str, Any]:
+        """Return a source position a recovery starts from (watched kinds), or raise ValueError."""
 
 
 _KINDS: Mapping[str, Kind] = {}
@@ -51,6 +54,14 @@ def refusal(name: str) -> str:
     if kind is None:
         return f"unknown source kind {name!r}: use one of {', '.join(_KINDS) or 'none registered'}"
     return kind.unavailable
+
+
+def start_position(name: str, value: Any) -> dict[str, Any]:
+    """Return the position a watched kind's recovery starts from, checked by the kind; raise ValueError."""
+    kind = _KINDS.get(name)
+    if kind is None or not kind.watched:
+        raise ValueError("only a watched stream recovers from a position of its source")
+    return kind.start_position(value)
 
 
 def watched(name: str) -> bool:

@@ -159,6 +159,9 @@ class StreamError(models.Model):
     # polling the same error again finds it stored and adds nothing ("" for our own errors).
     uuid = models.CharField(max_length=200, blank=True)
     details = models.JSONField(default=dict, blank=True)
+    # When the watched source last reported it (None: our own error). The retention job keeps an
+    # error the source still reports: deleted, the next poll would store it again as new.
+    last_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]

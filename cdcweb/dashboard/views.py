@@ -65,6 +65,7 @@ def _panel_context(request, stream: Stream) -> dict:
     if kinds.watched(stream.source_kind):
         available = watched.available_actions(stream, summary["watched"])
         context.update(
+            is_watched=True,
             watched=summary["watched"],
             operations=watched.operations_of(stream),
             objects=watched.objects_of(stream) if operate else [],
@@ -191,4 +192,6 @@ def _run(action: str, stream: Stream, request) -> Stream:
             timestamp = parse_form_time(raw)  # the form asks for UTC
         except ValueError as unreadable:
             raise actions.InvalidAction(str(unreadable)) from None
-    return actions.recover(stream, strategy, timestamp, by=by)
+    # A watched stream's dialog: the position field counts only with its own strategy.
+    position = request.POST.get("position", "").strip() if strategy == "position" else ""
+    return actions.recover(stream, strategy, timestamp, by=by, position=position or None)

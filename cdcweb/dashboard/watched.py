@@ -13,10 +13,18 @@ from datetime import datetime
 
 from partitions.models import LagSample, Partition, WatchedStream
 from partitions.sources import KINDS
+from partitions.sources.datastream import metrics
 from partitions.sources.datastream.states import allowed_actions, retention_risk
 from streams.models import Stream, StreamOperation
 
 OPERATIONS_SHOWN = 5
+# What the page loses when a metric has no descriptor (partitions/sources/datastream/metrics.py).
+MISSING_METRIC = {
+    metrics.FRESHNESS: "the lag (data freshness)",
+    metrics.EVENT_COUNT: "the event throughput",
+    metrics.BYTES_COUNT: "the byte throughput",
+    metrics.UNSUPPORTED_EVENT_COUNT: "the unsupported-events warning",
+}
 
 
 def rows_of(stream_ids: list[int]) -> dict[int, WatchedStream]:
@@ -44,6 +52,11 @@ def warnings_for(stream: Stream, row: WatchedStream | None, now: datetime) -> li
     risk = retention_risk(row.source_state, stream.state_changed_at, int(hours), now)
     if risk is not None:
         found.append(risk.message)
+    for metric_type in row.missing_metrics:
+        found.append(
+            f"Cloud Monitoring has no descriptor of {metric_type} in this project: "
+            f"{MISSING_METRIC.get(metric_type, 'it')} is not charted"
+        )
     if row.unsupported_events:
         found.append(
             f"{row.unsupported_events:,} unsupported events in the last metrics window: "

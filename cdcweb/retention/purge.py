@@ -3,6 +3,8 @@
 Rows go in batches, each its own short transaction, so a first run over a year of
 errors never holds the database for long; every kind deleted is logged with its count.
 An age of 0 keeps that kind for ever (landed files are, unless CDC_LANDING_KEEP_DAYS is set).
+A watched source's error is aged from when the source last reported it (``last_seen_at``), so
+one Datastream still reports is never deleted.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def _delete(rows: QuerySet) -> int:
 def _old_rows(now: datetime) -> dict[str, tuple[int, QuerySet | None]]:
     """Return {kind: (days kept, its rows older than that, or None when kept for ever)}."""
     ages = {
-        "stream errors": (settings.CDC_KEEP_ERRORS_DAYS, StreamError.objects.all(), "at"),
+        "stream errors": (settings.CDC_KEEP_ERRORS_DAYS, _errors_not_reported(now), "at"),
         "delivery attempts": (settings.CDC_KEEP_DELIVERIES_DAYS, DeliveryAttempt.objects.all(), "at"),
         "resolved alerts": (settings.CDC_KEEP_RESOLVED_ALERTS_DAYS, Alert.objects.filter(state=RESOLVED),
                             "resolved_at"),
@@ -56,6 +58,16 @@ def _old_rows(now: datetime) -> dict[str, tuple[int, QuerySet | None]]:
         kind: (days, rows.filter(**{f"{field}__lt": now - timedelta(days=days)}) if days > 0 else None)
         for kind, (days, rows, field) in ages.items()
     }
+
+
+def _errors_not_reported(now: datetime) -> QuerySet:
+    """Return the stream errors but those a watched source reported within the errors' keep time.
+
+    Such an error is still the source's (Datastream reports it until it is resolved): deleted,
+    the next poll would store it again as a new one.
+    """
+    days = settings.CDC_KEEP_ERRORS_DAYS
+    return StreamError.objects.exclude(last_seen_at__gte=now - timedelta(days=days))
 
 
 def _delete_reports(rows: QuerySet) -> int:

@@ -88,6 +88,13 @@ class SourceKind(ABC):
         """
         return None
 
+    def start_position(self, value: Any) -> dict[str, Any]:
+        """Return a source position a recovery may start from, as the handle takes it; raise ValueError.
+
+        ``value`` is the API's JSON or an operator's text. By default a kind takes none.
+        """
+        raise ValueError(f"{self.label}s recover from no given position")
+
     def cursor_rows(self, cursor: dict[str, Any]) -> list[tuple[str, str]]:
         """Return a partition's resume state as (what, value) rows for its page (none: nothing to show)."""
         return []

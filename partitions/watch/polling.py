@@ -6,11 +6,13 @@ What the source says becomes cdcweb's own rows:
   sets a flag), is recorded as a StreamTransition at the source's update time when it moved;
 - each error (the stream's, its objects' and their backfills') is one StreamError with
   Datastream's UUID, reason, message, time and details, stored once (a unique constraint
-  on (stream, uuid), inserted if absent);
+  on (stream, uuid), inserted if absent) and marked seen at each poll that reports it, so
+  the retention job keeps it while Datastream still reports it;
 - each object (source table) is a Partition: its backfill state as the partition's state,
   the backfill's times and errors in its cursor, its source name as its label;
 - the metrics are one LagSample (freshness as lag, events counted as records, so the same
-  lag and throughput charts draw them) and the latest rates on the WatchedStream row.
+  lag and throughput charts draw them) and the latest rates on the WatchedStream row, with
+  the metric types the project's descriptors lack (a warning on the page).
 
 Cost per cycle: the Poller's (partitions/sources/datastream/poll.py): one ListStreams per
 location (or one GetStream per stream of a location with a single watched stream), one
@@ -45,6 +47,7 @@ ROW_FIELDS = (
     "source_state", "maintenance", "display_name", "source_type", "destination_type", "last_recovery_at",
     "source_updated_at", "polled_at", "poll_failure", "freshness_seconds", "events_per_second",
     "bytes_per_second", "unsupported_events", "events_total", "bytes_total", "metrics_until",
+    "missing_metrics",
 )  # fmt: skip
 OBJECT_FIELDS = ("label", "state", "watermark", "cursor", "last_progress_at", "finished_at")
 
@@ -122,7 +125,7 @@ def write_cycle(cycle: PollCycle, by_name: dict[str, Stream], now: datetime) -> 
                 samples.append(sample)
     _save_rows(rows.values())
     LagSample.objects.bulk_create(samples)
-    return moved, _save_errors(errors), objects, failures
+    return moved, _save_errors(errors, now), objects, failures
 
 
 def _follow_state(stream: Stream, row: WatchedStream, snapshot: StreamSnapshot) -> int:
@@ -178,20 +181,26 @@ def _failure(stream: Stream, failure: SourceError, now: datetime) -> StreamError
     )
 
 
-def _save_errors(errors: list[StreamError]) -> int:
-    """Insert the errors not stored yet (by stream and UUID); return how many were new."""
+def _save_errors(errors: list[StreamError], now: datetime) -> int:
+    """Insert the errors not stored yet (by stream and UUID) and mark the stored ones seen now.
+
+    Return how many were new. ``last_seen_at`` is what keeps an error the source still
+    reports from the retention job (cdcweb/retention/purge.py).
+    """
     if not errors:
         return 0
     uuids = {error.uuid for error in errors}
-    stored = set(
-        StreamError.objects.filter(stream_id__in={e.stream_id for e in errors}, uuid__in=uuids).values_list(
-            "stream_id", "uuid"
-        )
-    )
+    reported = {(error.stream_id, error.uuid) for error in errors}
+    rows = StreamError.objects.filter(stream_id__in={e.stream_id for e in errors}, uuid__in=uuids)
+    stored = {(sid, uuid): pk for pk, sid, uuid in rows.values_list("pk", "stream_id", "uuid")}
+    seen = [pk for key, pk in stored.items() if key in reported]
+    if seen:
+        StreamError.objects.filter(pk__in=seen).update(last_seen_at=now)
     new = {}
     for error in errors:
         key = (error.stream_id, error.uuid)
         if key not in stored:
+            error.last_seen_at = now
             new.setdefault(key, error)
     # A concurrent poll may have stored one meanwhile: the unique constraint keeps it once.
     StreamError.objects.bulk_create(list(new.values()), ignore_conflicts=True)
@@ -256,6 +265,7 @@ def _metrics(stream: Stream, row: WatchedStream, poll: StreamPoll, now: datetime
     row.freshness_seconds = metrics.lag_seconds
     row.events_per_second, row.bytes_per_second = metrics.events_per_second, metrics.bytes_per_second
     row.unsupported_events = metrics.unsupported_events
+    row.missing_metrics = list(metrics.missing)
     if metrics.lag_seconds is None:
         return None  # a paused stream has no freshness: no point rather than a false zero
     return LagSample(

@@ -96,3 +96,42 @@ def test_the_schema_and_docs_need_a_login(client, db):
     docs = client.get("/api/docs/")
     assert docs.status_code == 302
     assert docs["Location"].startswith("/login/")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/streams/{id}/pause/", {}),
+        ("/api/v1/streams/{id}/backfill/", {"object": "orders", "action": "start"}),
+    ],
+)
+def test_an_accepted_operation_and_its_url_conform_to_the_schema(db, operator_token, make_stream, path, body):
+    # given a watched stream (its actions answer 202 with the operation; nothing reaches Datastream here)
+    connection = {
+        "project": "demo-project",
+        "location": "us-central1",
+        "stream_id": "ds",
+        "log_retention_hours": 168,
+    }
+    stream = make_stream(name="ds", source_kind="datastream", state="RUNNING", connection=connection)
+    headers = {"Authorization": f"Token {operator_token}"}
+    validating = [
+        checks.not_a_server_error,
+        checks.status_code_conformance,
+        checks.response_schema_conformance,
+    ]
+    # when an operator acts, then the 202 answer is the one the schema documents
+    case = schema[path]["POST"].Case(
+        path_parameters={"id": stream.pk}, body=body, media_type="application/json"
+    )
+    response = case.call(headers=headers)
+    assert response.status_code == 202, response.text
+    case.validate_response(response, checks=validating)
+    # and so is the operation its url points to
+    operation = response.json()["id"]
+    follow = schema["/api/v1/streams/{stream_pk}/operations/{id}/"]["GET"].Case(
+        path_parameters={"stream_pk": stream.pk, "id": operation}
+    )
+    followed = follow.call(headers=headers)
+    assert followed.status_code == 200, followed.text
+    follow.validate_response(followed, checks=validating)

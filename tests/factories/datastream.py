@@ -51,16 +51,32 @@ def travel(monkeypatch):
         server.stop()
 
 
+@pytest.fixture
+def without_freshness(monkeypatch):
+    """Yield a small simulator whose project has no freshness descriptor, the clients pointed at it."""
+    config = DatastreamSimConfig(
+        seed=5, streams=4, cycle=7200.0, metric_step=10.0, epoch=time.time(), missing_metrics=("freshness",)
+    )
+    server = start_server(config)
+    monkeypatch.setenv(DATASTREAM_ENDPOINT_ENV, server.endpoint)
+    monkeypatch.setenv(MONITORING_ENDPOINT_ENV, server.endpoint)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def pick(ds_watch_sim):
-    """Return pick(state): the ID of a simulated stream in that state for the next minute, never twice."""
+    """Return pick(state, source=None): the ID of a simulated stream in that state for the next minute
+    (of that source type, e.g. mysql, when given), never twice."""
     taken: set[str] = set()
 
-    def one(state: str) -> str:
+    def one(state: str, source: str | None = None) -> str:
         for name in ds_watch_sim.steady_streams(state, 60.0):
-            if name not in taken:
+            if name not in taken and source in (None, ds_watch_sim.world.streams[name].source):
                 taken.add(name)
                 return name.rsplit("/", 1)[-1]
-        raise AssertionError(f"the simulator has no spare {state} stream")
+        raise AssertionError(f"the simulator has no spare {state} stream of {source or 'any source'}")
 
     return one

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from streams import dispatch
+from tests.factories.datastream import at_sim, ds_watch_sim  # noqa: F401 - watched streams' objects
 
 
 class SentTask:

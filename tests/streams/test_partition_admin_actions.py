@@ -9,8 +9,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from partitions.models import Partition
+from partitions.watch.importing import import_streams
+from partitions.watch.polling import poll_watched
 from streams.models import AuditEntry, Stream
 from tests.factories import make_stream
+from tests.factories.datastream import LOCATION, PROJECT
 
 pytestmark = pytest.mark.django_db
 CHANGELIST = reverse("admin:partitions_partition_changelist")
@@ -54,3 +57,53 @@ def test_rereading_from_the_start_schedules_a_finished_partition_again(admin_cli
     finished.refresh_from_db()
     assert (finished.state, finished.watermark) == (Partition.State.SCHEDULED, finished.start_at)
     assert AuditEntry.objects.get().before["state"] == "FINISHED"
+
+
+def _objects(at_sim) -> tuple[Stream, list[Partition]]:
+    """Return a running watched stream and its objects (partitions), read from the simulator."""
+    running = at_sim.steady_streams("RUNNING", 60.0)[0].rsplit("/", 1)[-1]
+    stream = import_streams(PROJECT, LOCATION, running).created[0]
+    poll_watched(objects=True)
+    return stream, list(Partition.objects.filter(stream=stream).order_by("token"))
+
+
+@pytest.mark.parametrize("what", ["start", "stop"])
+def test_an_objects_backfill_is_started_or_stopped_from_the_admin(admin_client, at_sim, what):
+    # given a watched stream's objects, shown as its partitions
+    stream, objects = _objects(at_sim)
+    # when an operator starts (or stops) the backfill of one of them from the admin
+    answer = act(admin_client, f"{what}_backfills", objects[:1])
+    # then the operation is sent to the source, audited, and the admin says so
+    operation = stream.operations.get()
+    assert (operation.action, operation.target, operation.status) == (
+        f"{what}_backfill",
+        objects[0].token,
+        "PENDING",
+    )
+    assert AuditEntry.objects.get(stream=stream).action == f"{what}_backfill"
+    assert any(f"Backfill {what} sent to the source" in str(m) for m in answer.context["messages"])
+
+
+def test_a_second_object_of_the_same_stream_waits_for_the_first(admin_client, at_sim):
+    stream, objects = _objects(at_sim)
+    answer = act(admin_client, "start_backfills", objects[:2])
+    shown = [str(m) for m in answer.context["messages"]]
+    assert any("still running" in m for m in shown)
+    assert stream.operations.count() == 1
+
+
+def test_a_read_streams_partition_has_no_backfill(admin_client):
+    running, _ = partitions()
+    answer = act(admin_client, "start_backfills", [running])
+    assert any("read by cdcweb" in str(m) for m in answer.context["messages"])
+
+
+def test_a_staff_viewer_cannot_backfill_from_the_admin(client, users, at_sim):
+    stream, objects = _objects(at_sim)
+    viewer = users["viewer"]
+    viewer.is_staff = True
+    viewer.save()
+    client.force_login(viewer)
+    assert "start_backfills" not in client.get(CHANGELIST).content.decode()
+    act(client, "start_backfills", objects[:1])
+    assert not stream.operations.exists()

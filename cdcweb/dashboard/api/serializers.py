@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -204,11 +205,27 @@ class ActionSerializer(serializers.Serializer):
 class RecoverSerializer(ActionSerializer):
     """How to recover a stream that failed permanently."""
 
-    strategy = serializers.ChoiceField(choices=RECOVERY_STRATEGIES)
+    strategy = serializers.ChoiceField(
+        choices=RECOVERY_STRATEGIES,
+        help_text="watermark, now or timestamp; a watched stream: watermark (the source's next available "
+        "position), now (its most recent) or position (the position given)",
+    )
     timestamp = StrictDateTimeField(required=False, allow_null=True)
+    position = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="strategy position (a watched stream): one field of Datastream's SpecificStartPosition, "
+        'e.g. {"mysql_log_position": {"log_file": "mysql-bin.000123", "log_position": 4}} or '
+        '{"oracle_scn_position": {"scn": 123456789}}, or its text form such as "oracle:123456789"',
+    )
 
     def validate(self, attrs: dict) -> dict:
         """Require a past timestamp with strategy "timestamp", and none with the others."""
+        if attrs.get("position") is not None and attrs["strategy"] != "position":
+            message = f"a position is only used with strategy 'position', not {attrs['strategy']!r}"
+            raise serializers.ValidationError({"position": message})
+        if attrs["strategy"] == "position" and attrs.get("position") is None:
+            raise serializers.ValidationError({"position": "strategy 'position' needs a position"})
         timestamp = attrs.get("timestamp")
         if attrs["strategy"] == "timestamp":
             if timestamp is None:
@@ -254,7 +271,7 @@ class StreamErrorSerializer(serializers.ModelSerializer):
         model = StreamError
         fields = (
             "id", "at", "kind", "code", "message", "attempt", "partition", "partition_token",
-            "uuid", "details",
+            "uuid", "details", "last_seen_at",
         )  # fmt: skip
 
     def get_partition_token(self, error: StreamError) -> str | None:
@@ -286,11 +303,36 @@ class BackfillSerializer(ActionSerializer):
 
 
 class StreamOperationSerializer(serializers.ModelSerializer):
-    """One action carried out by a watched stream's source: its progress, outcome or refusal."""
+    """One action carried out by a watched stream's source: its progress, outcome or refusal.
+
+    ``status`` is PENDING (no worker took it yet), RUNNING (the source's long-running operation
+    is followed; ``message`` and ``elapsed_seconds`` are its progress), then DONE, REFUSED (in
+    the source's words) or FAILED; ``url`` is where to poll it until ``finished_at`` is set.
+    """
+
+    url = serializers.SerializerMethodField()
 
     class Meta:
         model = StreamOperation
         fields = (
-            "id", "action", "target", "arguments", "by", "status", "message", "code", "operation",
+            "id", "url", "action", "target", "arguments", "by", "status", "message", "code", "operation",
             "elapsed_seconds", "created_at", "finished_at",
         )  # fmt: skip
+
+    def get_url(self, operation: StreamOperation) -> str:
+        """Return the operation's own URL (the API path), to poll it to its end."""
+        return reverse("stream-operation-detail", args=[operation.stream_id, operation.pk])
+
+
+class AcceptedOperationSerializer(StreamOperationSerializer):
+    """A watched stream's action, accepted (202): the operation to follow, and the stream as it is now."""
+
+    stream = serializers.SerializerMethodField()
+
+    class Meta(StreamOperationSerializer.Meta):
+        fields = (*StreamOperationSerializer.Meta.fields, "stream")
+
+    @extend_schema_field(StreamSerializer)
+    def get_stream(self, operation: StreamOperation) -> dict:
+        """Return the stream as the action left it, as the view serialized it (the source moves it)."""
+        return self.context["stream"]

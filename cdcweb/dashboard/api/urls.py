@@ -30,4 +30,9 @@ urlpatterns = [
         StreamOperationViewSet.as_view({"get": "list"}),
         name="stream-operations",
     ),
+    path(
+        "streams/<int:stream_pk>/operations/<int:pk>/",
+        StreamOperationViewSet.as_view({"get": "retrieve"}),
+        name="stream-operation-detail",
+    ),
 ]

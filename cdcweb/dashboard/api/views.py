@@ -20,7 +20,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import filters, status, viewsets
+from rest_framework import filters, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -40,6 +40,7 @@ from streams.transitions import TransitionNotAllowed
 
 from .filtersets import StreamErrorFilterSet, StreamFilterSet
 from .serializers import (
+    AcceptedOperationSerializer,
     ActionSerializer,
     AuditEntrySerializer,
     BackfillSerializer,
@@ -83,7 +84,12 @@ ANY_STREAM = AnyStreamSerializer(
     component_name="AnyStream", serializers=[], resource_type_field_name="source_kind"
 )
 ACTION_RESPONSES = {
-    200: ANY_STREAM,
+    200: OpenApiResponse(ANY_STREAM, description="a read stream: the stream, moved"),
+    202: OpenApiResponse(
+        AcceptedOperationSerializer,
+        description="a watched stream: the operation its source carries out (poll its url until "
+        "finished_at is set) and the stream as it is now (under stream)",
+    ),
     400: OpenApiResponse(description="invalid arguments, with field errors"),
     409: OpenApiResponse(ConflictSerializer, description="the state machine forbids the move"),
 }
@@ -137,7 +143,13 @@ def _act(view, request, do) -> Response:
         return Response(body, status=status.HTTP_409_CONFLICT)
     except actions.InvalidAction as invalid:
         return Response({"non_field_errors": [str(invalid)]}, status=status.HTTP_400_BAD_REQUEST)
-    return Response(view.get_serializer(stream).data)
+    body = view.get_serializer(stream).data
+    operation = getattr(stream, "sent_operation", None)
+    if operation is None:
+        return Response(body)
+    # A watched stream's action is the source's long-running operation: accepted, to be followed.
+    accepted = AcceptedOperationSerializer(operation, context={"stream": body}).data
+    return Response(accepted, status=status.HTTP_202_ACCEPTED, headers={"Location": accepted["url"]})
 
 
 @extend_schema_view(
@@ -336,9 +348,15 @@ class StreamErrorViewSet(StreamChildViewSet):
         return super().get_queryset().annotate(partition_id=Subquery(same.values("pk")[:1]))
 
 
-@extend_schema_view(list=extend_schema(parameters=[STREAM_PK]))
-class StreamOperationViewSet(StreamChildViewSet):
-    """A watched stream's operations, newest first: what was asked, its progress, how it ended."""
+@extend_schema_view(
+    list=extend_schema(parameters=[STREAM_PK]),
+    retrieve=extend_schema(parameters=[STREAM_PK]),
+)
+class StreamOperationViewSet(mixins.RetrieveModelMixin, StreamChildViewSet):
+    """A watched stream's operations, newest first: what was asked, its progress, how it ended.
+
+    One operation (``/operations/{id}/``) is what an accepted action's ``url`` points to.
+    """
 
     queryset = StreamOperation.objects.order_by("-created_at", "-id")
     serializer_class = StreamOperationSerializer

@@ -57,6 +57,13 @@ class Command(SimulatorCommand):
             "--metric-step", type=float, default=60.0, help="seconds between metric points (60)"
         )
         parser.add_argument("--epoch", type=float, help="unix time the scripts start from (default: now)")
+        parser.add_argument(
+            "--missing-metric",
+            action="append",
+            default=[],
+            metavar="SUFFIX",
+            help="a metric type suffix (e.g. freshness) whose descriptor Cloud Monitoring lacks; repeatable",
+        )
 
     def config(self, options) -> DatastreamSimConfig:
         """Return the checked config the options describe."""
@@ -72,6 +79,7 @@ class Command(SimulatorCommand):
             backfill_seconds=options["backfill_seconds"],
             metric_step=options["metric_step"],
             epoch=options["epoch"],
+            missing_metrics=tuple(options["missing_metric"]),
         ).resolved()
 
     def banner(self, config: DatastreamSimConfig, server) -> str:

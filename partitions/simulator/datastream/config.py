@@ -9,6 +9,11 @@ from dataclasses import dataclass, replace
 
 _PROJECT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _LOCATION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+# Datastream's metric types under datastream.googleapis.com/stream/ (monitoring.py describes them).
+METRIC_SUFFIXES = (
+    "freshness", "event_count", "bytes_count", "unsupported_event_count",
+    "total_latencies", "system_latencies",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -18,8 +23,10 @@ class DatastreamSimConfig:
     ``cycle`` is the length in seconds of one pass of a stream's scripted states (every
     state once); ``operation_seconds`` how long a pause, resume or recovery runs;
     ``backfill_seconds`` how long a manually started backfill runs; ``metric_step`` the
-    spacing of metric points. ``epoch`` (unix seconds) anchors every timeline: the same
-    seed and epoch serve the same streams, states, errors and metrics.
+    spacing of metric points; ``missing_metrics`` the metric type suffixes (e.g. ``freshness``)
+    whose descriptors Cloud Monitoring lacks in the project. ``epoch`` (unix seconds)
+    anchors every timeline: the same seed and epoch serve the same streams, states, errors
+    and metrics.
     """
 
     seed: int = 1
@@ -32,6 +39,7 @@ class DatastreamSimConfig:
     metric_step: float = 60.0
     epoch: float | None = None
     max_workers: int = 16
+    missing_metrics: tuple[str, ...] = ()
 
     def resolved(self) -> DatastreamSimConfig:
         """Return the config checked, with the epoch fixed (default: now, floored to the minute)."""
@@ -44,6 +52,10 @@ class DatastreamSimConfig:
             ("--backfill-seconds must be between 1 and 86400", not 1 <= self.backfill_seconds <= 86_400),
             ("--metric-step must be between 1 and 3600 seconds", not 1 <= self.metric_step <= 3600),
             ("--max-workers must be at least 1", self.max_workers < 1),
+            (
+                f"--missing-metric must be one of {', '.join(METRIC_SUFFIXES)}",
+                not set(self.missing_metrics) <= set(METRIC_SUFFIXES),
+            ),
         ]
         for message, bad in problems:
             if bad:

@@ -26,7 +26,7 @@ class MetricService:
         clauses = monitoring.parse_filter(request.filter)
         found = [
             d
-            for d in monitoring.descriptors(self.world.config.project)
+            for d in self._descriptors()
             if monitoring.matches(clauses, {"metric.type": d.type, "resource.type": monitoring.RESOURCE_TYPE})
         ]
         page, token = paginate(found, request.page_size, request.page_token)
@@ -34,10 +34,14 @@ class MetricService:
 
     def get_metric_descriptor(self, request: mon.GetMetricDescriptorRequest):
         """Return one descriptor by name, or refuse with NOT_FOUND."""
-        for descriptor in monitoring.descriptors(self.world.config.project):
+        for descriptor in self._descriptors():
             if descriptor.name == request.name:
                 return descriptor
         raise Refusal(StatusCode.NOT_FOUND, f"Could not find descriptor for metric '{request.name}'.")
+
+    def _descriptors(self):
+        """Return the project's descriptors, without those the config says are missing."""
+        return monitoring.descriptors(self.world.config.project, self.world.config.missing_metrics)
 
     def list_time_series(self, request: mon.ListTimeSeriesRequest) -> mon.ListTimeSeriesResponse:
         """Return the series of one metric type the filter selects, over the interval, one page."""
@@ -52,6 +56,9 @@ class MetricService:
             raise Refusal(StatusCode.INVALID_ARGUMENT, 'The filter must name one metric.type = "...".')
         end, start = self._interval(request.interval)
         suffix = types[0].removeprefix(monitoring.PREFIX)
+        if suffix in self.world.config.missing_metrics:
+            # The simulator's answer for a type without a descriptor (Cloud Monitoring's own may differ).
+            raise Refusal(StatusCode.NOT_FOUND, f'Cannot find metric(s) that match type = "{types[0]}".')
         headers = request.view == mon.ListTimeSeriesRequest.TimeSeriesView.HEADERS
         found = self._series(clauses, types[0], suffix, start, end, headers)
         page, token = paginate(found, request.page_size or 10_000, request.page_token)

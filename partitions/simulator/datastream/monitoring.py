@@ -54,8 +54,8 @@ _ACTIVITY = {"RUNNING": 1.0, "STARTING": 0.3, "DRAINING": 0.5, "MAINTENANCE": 0.
 _TimeSeries = mon.TimeSeries.pb()
 
 
-def descriptors(project: str) -> list[metric_pb2.MetricDescriptor]:
-    """Return every Datastream metric descriptor of a project."""
+def descriptors(project: str, missing: tuple[str, ...] = ()) -> list[metric_pb2.MetricDescriptor]:
+    """Return every Datastream metric descriptor of a project but those of the ``missing`` suffixes."""
     return [
         metric_pb2.MetricDescriptor(
             name=f"projects/{project}/metricDescriptors/{PREFIX}{suffix}",
@@ -68,6 +68,7 @@ def descriptors(project: str) -> list[metric_pb2.MetricDescriptor]:
             monitored_resource_types=[RESOURCE_TYPE],
         )
         for suffix, kind, value_type, unit, display, text in DESCRIPTORS
+        if suffix not in missing
     ]
 
 

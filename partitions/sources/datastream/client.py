@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from datetime import datetime
 
 import grpc
@@ -39,6 +40,9 @@ DATASTREAM_ENDPOINT_ENV = "DATASTREAM_API_ENDPOINT"
 MONITORING_ENDPOINT_ENV = "MONITORING_API_ENDPOINT"
 DEFAULT_TIMEOUT_S = 30.0
 LIST_PAGE_SIZE = 1000  # the API's maximum page: one call lists a location of up to 1000 streams
+# Descriptors change when Google adds a metric, not between polls: one ListMetricDescriptors
+# per project an hour, so a beat cycle costs no more than its ListTimeSeries.
+DESCRIPTORS_TTL_S = 3600.0
 
 _shared: dict[tuple[str | None, str | None], DatastreamApi] = {}
 _shared_lock = threading.Lock()
@@ -80,6 +84,7 @@ class DatastreamApi:
         self._lock = threading.Lock()
         self._datastream: ds.DatastreamClient | None = None
         self._monitoring: mon.MetricServiceClient | None = None
+        self._metric_types: dict[str, tuple[float, metrics.MetricTypes]] = {}
         self._calls = 0
         self._pid = os.getpid()
 
@@ -214,38 +219,62 @@ class DatastreamApi:
         return {key: tuple(sorted(values, key=lambda p: p.time)) for key, values in found.items()}
 
     def stream_metrics(
-        self, project: str, location: str, start: datetime, end: datetime, stream_id: str | None = None
+        self,
+        project: str,
+        location: str,
+        start: datetime,
+        end: datetime,
+        stream_id: str | None = None,
+        types: metrics.MetricTypes | None = None,
     ) -> dict[str, StreamMetrics]:
-        """Return {stream ID: StreamMetrics} for one stream or all of a location: 4 RPCs (pages)."""
-        by_type = {
-            metric_type: self.time_series(project, metric_type, start, end, stream_id, location)
-            for metric_type in metrics.METRIC_TYPES
+        """Return {stream ID: StreamMetrics} for one stream or all of a location.
+
+        One ListTimeSeries (page) per metric type the project's descriptors confirm (``types``,
+        default ``metric_types(project)``): 4 RPCs, fewer when a descriptor is missing; each
+        StreamMetrics names the missing ones.
+        """
+        types = self.metric_types(project) if types is None else types
+        by_role = {
+            role: self.time_series(project, metric_type, start, end, stream_id, location)
+            for role, metric_type in types.found.items()
         }
         window = (end - start).total_seconds()
-        ids = set().union(*by_type.values())
+        ids = set().union(*by_role.values())
         return {
             sid: StreamMetrics(
                 sid,
                 window,
-                by_type[metrics.FRESHNESS].get(sid, ()),
-                by_type[metrics.EVENT_COUNT].get(sid, ()),
-                by_type[metrics.BYTES_COUNT].get(sid, ()),
-                by_type[metrics.UNSUPPORTED_EVENT_COUNT].get(sid, ()),
+                **{role: series.get(sid, ()) for role, series in by_role.items()},
+                missing=types.missing,
             )
             for sid in sorted(ids)
         }
 
-    def missing_metric_types(self, project: str) -> set[str]:
-        """Return the metric types cdcweb reads that the project's metric descriptors lack."""
+    def metric_types(self, project: str) -> metrics.MetricTypes:
+        """Return the metric types to read, from the project's Datastream metric descriptors.
+
+        Listed once per project every DESCRIPTORS_TTL_S in this process (one RPC per page).
+        """
+        if self._pid != os.getpid():
+            self._reset()
+        cached = self._metric_types.get(project)
+        if cached is not None and time.monotonic() - cached[0] < DESCRIPTORS_TTL_S:
+            return cached[1]
         request = mon.ListMetricDescriptorsRequest(
             name=f"projects/{project}", filter=metrics.DESCRIPTOR_FILTER
         )
         found = {
-            d.type
+            d.type: tuple(d.monitored_resource_types)
             for page in self.pages(self.monitoring.list_metric_descriptors, request=request)
-            for d in page.metric_descriptors
+            for d in _raw(page).metric_descriptors
         }
-        return set(metrics.METRIC_TYPES) - found
+        types = metrics.resolve(found)
+        self._metric_types[project] = (time.monotonic(), types)
+        return types
+
+    def missing_metric_types(self, project: str) -> set[str]:
+        """Return the metric types cdcweb reads that the project's metric descriptors lack."""
+        return set(self.metric_types(project).missing)
 
 
 def _raw(page):

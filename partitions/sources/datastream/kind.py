@@ -96,6 +96,20 @@ class DatastreamKind(WatchedKind):
             "metrics, and operates it (pause, resume, recover, backfills) through the Datastream API.",
         ]
 
+    def start_position(self, value: Any) -> dict[str, Any]:
+        """Return a specific start position (JSON, or text such as oracle:123) checked; raise ValueError."""
+        return operations.parse_position(value)
+
+    def cursor_rows(self, cursor: dict[str, Any]) -> list[tuple[str, str]]:
+        """Return an object's backfill as (what, value) rows for its page: state, trigger, times, errors."""
+        rows = [
+            ("Backfill", cursor.get("backfill_state") or "NOT_STARTED"),
+            ("Triggered", cursor.get("backfill_trigger") or "—"),
+            ("Backfill started", cursor.get("backfill_started_at") or "—"),
+            ("Backfill ended", cursor.get("backfill_ended_at") or "—"),
+        ]
+        return rows + [("Error", str(error)) for error in cursor.get("errors") or ()]
+
     def describe(self, values: dict[str, Any]) -> str:
         """Return one line naming the source, as pages show it."""
         return (

@@ -18,8 +18,14 @@ metric. event_count, unsupported_event_count and the resource labels ``stream_id
 are the names that published Datastream dashboards and alert policies query (not a Google
 source). The ``location`` label is assumed from Google's regional resources, so the
 server-side filter uses only ``stream_id`` and the location is checked here only when a
-series carries the label. At runtime ``DatastreamApi.missing_metric_types`` checks every
-name against the project's ListMetricDescriptors.
+series carries the label.
+
+At runtime the names come from Cloud Monitoring itself: ``DatastreamApi.metric_types`` lists
+the project's metric descriptors under ``datastream.googleapis.com/`` (once an hour per
+project and process) and ``resolve`` keeps, for each of the four roles, the type a
+descriptor on the Datastream stream resource names. Only those are queried; an expected
+metric with no descriptor is reported as missing (a warning on each stream of the
+project) rather than queried and silently charted as nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +41,13 @@ EVENT_COUNT = "datastream.googleapis.com/stream/event_count"
 BYTES_COUNT = "datastream.googleapis.com/stream/bytes_count"
 UNSUPPORTED_EVENT_COUNT = "datastream.googleapis.com/stream/unsupported_event_count"
 METRIC_TYPES = (FRESHNESS, EVENT_COUNT, BYTES_COUNT, UNSUPPORTED_EVENT_COUNT)
+# What each metric is read as (a StreamMetrics field), and the type its descriptor must have.
+ROLES = {
+    "freshness": FRESHNESS,
+    "events": EVENT_COUNT,
+    "bytes": BYTES_COUNT,
+    "unsupported": UNSUPPORTED_EVENT_COUNT,
+}
 DESCRIPTOR_FILTER = 'metric.type = starts_with("datastream.googleapis.com/")'
 
 
@@ -47,6 +60,30 @@ class Point:
 
 
 @dataclass(frozen=True)
+class MetricTypes:
+    """The metric types a project's descriptors confirm, by role, and the expected ones they lack."""
+
+    found: dict[str, str]  # role (a StreamMetrics field) -> the metric type its descriptor names
+    missing: tuple[str, ...] = ()  # expected metric types with no descriptor, sorted
+
+
+def resolve(descriptors: dict[str, tuple[str, ...]]) -> MetricTypes:
+    """Return the types to query from {descriptor type: its monitored resource types}.
+
+    A role's metric is used only when a descriptor names it and (if the descriptor names
+    resources at all) applies it to the Datastream stream resource.
+    """
+    found = {
+        role: metric_type
+        for role, metric_type in ROLES.items()
+        if metric_type in descriptors
+        and (not descriptors[metric_type] or RESOURCE_TYPE in descriptors[metric_type])
+    }
+    missing = tuple(sorted(t for role, t in ROLES.items() if role not in found))
+    return MetricTypes(found, missing)
+
+
+@dataclass(frozen=True)
 class StreamMetrics:
     """One stream's four metrics over a window of ``window_seconds``, points oldest first."""
 
@@ -56,6 +93,7 @@ class StreamMetrics:
     events: tuple[Point, ...] = ()
     bytes: tuple[Point, ...] = ()
     unsupported: tuple[Point, ...] = ()
+    missing: tuple[str, ...] = ()  # metric types the project has no descriptor of: not read
 
     @property
     def lag_seconds(self) -> float | None:

@@ -20,9 +20,11 @@ raises RetryableSourceError (DEADLINE_EXCEEDED) while the operation may still fi
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from google.api_core import retry as api_retry
 from google.cloud import datastream_v1 as ds
@@ -137,6 +139,86 @@ def cdc_strategy(start: str, position: dict | None = None) -> ds.CdcStrategy:
             f"invalid specific start position {position!r}: {exc}", code="INVALID_ARGUMENT"
         ) from exc
     return ds.CdcStrategy(specific_start_position=specific)
+
+
+# The short text forms of a specific start position (cdc_stream recover --position, the page's
+# recover form): a source prefix, then the position as the source writes it.
+POSITION_FORMS = {
+    "mysql": "mysql:FILE:POSITION (binary log file and offset, e.g. mysql:mysql-bin.000123:4)",
+    "gtid": "gtid:SET (a MySQL GTID set, e.g. gtid:3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5)",
+    "oracle": "oracle:SCN (e.g. oracle:123456789)",
+    "sqlserver": "sqlserver:LSN (e.g. sqlserver:0000002A:00000190:0001)",
+}
+_POSITION_FIELDS = {
+    "mysql_log_position": ("log_file", "log_position"),
+    "mysql_gtid_position": ("gtid_set",),
+    "oracle_scn_position": ("scn",),
+    "sql_server_lsn_position": ("lsn",),
+    "mongodb_change_stream_position": ("start_time",),
+    "spanner_change_stream_position": ("start_time",),
+}
+
+
+def parse_position(value: Any) -> dict:
+    """Return a specific start position as RunStream takes it, from a dict or its text; raise ValueError.
+
+    A dict (the API's JSON) names one field of v1 SpecificStartPosition, e.g.
+    ``{"oracle_scn_position": {"scn": 123}}``; text is that JSON, or a short form of
+    POSITION_FORMS (``mysql:mysql-bin.000123:4``). The result is checked as the request
+    would be built, so a bad position is refused before anything is sent.
+    """
+    if isinstance(value, str):
+        value = _position_text(value.strip())
+    if not isinstance(value, dict) or len(value) != 1:
+        raise ValueError(f"a position names exactly one of {', '.join(_POSITION_FIELDS)}")
+    [(field, inner)] = value.items()
+    if field not in _POSITION_FIELDS:
+        raise ValueError(f"unknown position {field!r}: use one of {', '.join(_POSITION_FIELDS)}")
+    needed = _POSITION_FIELDS[field]
+    if (
+        not isinstance(inner, dict)
+        or set(inner) != set(needed)
+        or any(inner[k] in ("", None) for k in needed)
+    ):
+        raise ValueError(f"{field} needs {' and '.join(needed)}, each given")
+    if any(isinstance(v, str) and not v.isprintable() for v in inner.values()):
+        raise ValueError(f"{field} holds a control character")
+    for name in ("log_position", "scn"):
+        number = inner.get(name)
+        if name in inner and (isinstance(number, bool) or not isinstance(number, int) or number < 0):
+            raise ValueError(f"{field}'s {name} must be a whole number of 0 or more, not {number!r}")
+    try:
+        cdc_strategy("specific", value)
+    except PermanentSourceError as refused:
+        raise ValueError(str(refused).removeprefix("INVALID_ARGUMENT: ")) from None
+    return value
+
+
+def _position_text(text: str) -> Any:
+    """Return the position a text gives: JSON, or a short form such as oracle:123."""
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the position is not valid JSON: {exc}") from None
+    prefix, _, rest = text.partition(":")
+    forms = "; ".join(POSITION_FORMS.values())
+    if not rest:
+        raise ValueError(f"give a position as {forms}, or as JSON")
+    if prefix == "mysql":
+        log_file, _, offset = rest.rpartition(":")
+        if not log_file or not offset.isdigit():
+            raise ValueError(f"a MySQL position is {POSITION_FORMS['mysql']}")
+        return {"mysql_log_position": {"log_file": log_file, "log_position": int(offset)}}
+    if prefix == "oracle":
+        if not rest.isdigit():
+            raise ValueError(f"an Oracle position is {POSITION_FORMS['oracle']}")
+        return {"oracle_scn_position": {"scn": int(rest)}}
+    if prefix == "gtid":
+        return {"mysql_gtid_position": {"gtid_set": rest}}
+    if prefix == "sqlserver":
+        return {"sql_server_lsn_position": {"lsn": rest}}
+    raise ValueError(f"unknown position kind {prefix!r}: give a position as {forms}, or as JSON")
 
 
 def _update_state(api, action, name, state, progress, **follow) -> OperationResult:

@@ -11,7 +11,8 @@ Cost of one ``Poller.poll(names)`` cycle, in RPCs:
    ceil(N / objects_every) ListStreamObjects per cycle (one page per 1000 objects);
    ``poll(names, objects=True)`` reads them all this cycle.
 3. Metrics, every ``metrics_every`` cycles (0: never): four ListTimeSeries per project, one
-   per metric type, covering all its streams at once.
+   per metric type its metric descriptors confirm, covering all its streams at once; the
+   descriptors themselves cost one ListMetricDescriptors per project an hour.
 
 Errors are tracked by their UUID across cycles: ``new_errors`` holds each error the first
 cycle it is seen, ``cleared_errors`` the keys of those gone since. One stream's failure
@@ -44,7 +45,7 @@ class StreamPoll:
     new_errors: tuple[ErrorSnapshot, ...] = ()
     cleared_errors: tuple[str, ...] = ()  # keys of errors reported before and gone now
     objects: tuple[ObjectSnapshot, ...] | None = None  # None: not read this cycle
-    metrics: StreamMetrics | None = None  # None: not read this cycle, or no series
+    metrics: StreamMetrics | None = None  # None: not read this cycle (empty: no series in the window)
     failure: SourceError | None = None
 
 
@@ -130,20 +131,26 @@ class Poller:
         return found
 
     def _metrics(self, by_location, failures) -> dict[str, StreamMetrics]:
-        """Return each stream's metrics over the last window: four calls per location."""
+        """Return each stream's metrics over the last window: four calls per location.
+
+        A stream with no series in the window (it processed nothing) gets empty metrics, so
+        its rates read zero; each names the metric types the project has no descriptor of.
+        """
         end = datetime.now(UTC)
         start = end - timedelta(seconds=self.metrics_window)
         found = {}
         for (project, location), names in by_location.items():
             try:
-                by_id = self.api.stream_metrics(project, location, start, end)
+                types = self.api.metric_types(project)
+                by_id = self.api.stream_metrics(project, location, start, end, types=types)
             except SourceError as error:
                 for name in names:
                     failures.setdefault(name, error)
                 continue
             for name in names:
-                if name.rsplit("/", 1)[-1] in by_id:
-                    found[name] = by_id[name.rsplit("/", 1)[-1]]
+                stream_id = name.rsplit("/", 1)[-1]
+                empty = StreamMetrics(stream_id, self.metrics_window, missing=types.missing)
+                found[name] = by_id.get(stream_id, empty)
         return found
 
     def _each(self, fn, names: list[str]) -> list:

@@ -10,7 +10,7 @@ from django.utils import timezone
 from partitions.models import LagSample, Partition, PartitionEdge
 from streams.models import Stream
 from tests.factories import make_stream
-from tests.factories.datastream import at_sim, ds_watch_sim, pick  # noqa: F401 - watched streams
+from tests.factories.datastream import at_sim, ds_watch_sim, pick, without_freshness  # noqa: F401 - watched streams
 
 P = Partition.State
 

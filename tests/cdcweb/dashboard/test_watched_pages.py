@@ -101,3 +101,53 @@ def test_a_bad_backfill_request_is_a_message_and_viewers_cannot_ask(client, user
     )
     assert "&#x27;start&#x27; or &#x27;stop&#x27;" in answer.content.decode()
     assert not stream.operations.exists()
+
+
+def test_a_metric_cloud_monitoring_does_not_describe_is_a_warning(client, users, without_freshness):
+    running = without_freshness.steady_streams("RUNNING", 60.0)[0].rsplit("/", 1)[-1]
+    stream = import_streams(PROJECT, LOCATION, running).created[0]
+    poll_watched()
+    client.force_login(users["viewer"])
+    html = _page(client, stream)
+    assert "Cloud Monitoring has no descriptor of datastream.googleapis.com/stream/freshness" in html
+    assert "the lag (data freshness) is not charted" in html
+
+
+def test_an_operator_recovers_from_a_given_position_from_the_page(client, users, at_sim, pick):
+    stream = import_streams(PROJECT, LOCATION, pick("FAILED_PERMANENTLY", "mysql")).created[0]
+    poll_watched()
+    client.force_login(users["operator"])
+    assert 'name="position"' in _page(client, stream)
+    form = {"strategy": "position", "position": "mysql:mysql-bin.000123:4"}
+    answer = client.post(reverse("stream-action", args=[stream.pk, "recover"]), form, follow=True)
+    assert "Recover sent to Datastream" in answer.content.decode()
+    operation = run_operation(stream.operations.get())
+    assert operation.arguments["start"] == "specific"
+    assert operation.status == "DONE", operation.message
+
+
+def test_a_bad_position_on_the_page_is_a_message(client, users, at_sim):
+    failed = at_sim.steady_streams("FAILED_PERMANENTLY", 60.0)[0].rsplit("/", 1)[-1]
+    stream = import_streams(PROJECT, LOCATION, failed).created[0]
+    client.force_login(users["operator"])
+    form = {"strategy": "position", "position": "mysql:no-offset"}
+    answer = client.post(reverse("stream-action", args=[stream.pk, "recover"]), form, follow=True)
+    assert "a MySQL position is mysql:FILE:POSITION" in answer.content.decode()
+    assert not stream.operations.exists()
+
+
+def test_the_lineage_card_speaks_of_objects_and_their_backfills(client, users, at_sim, pick):
+    stream = import_streams(PROJECT, LOCATION, pick("RUNNING")).created[0]
+    poll_watched(objects=True)
+    client.force_login(users["viewer"])
+    html = _page(client, stream)
+    assert "Objects and their backfills" in html
+    assert "one object of the Datastream stream" in html
+    assert "splits and merges" not in html
+    assert "fixed partitions" not in html
+    assert "Low-watermark lag" not in html
+    # and an object's page shows its backfill
+    partition = stream.partitions.order_by("token").first()
+    detail = client.get(reverse("partition-detail", args=[partition.pk])).content.decode()
+    assert "Backfill" in detail
+    assert partition.cursor["backfill_state"] in detail

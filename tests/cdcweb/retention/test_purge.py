@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings as django_settings
+from django.utils import timezone
 
 from cdcweb.alerts.models import Alert, AlertRule, Channel, DeliveryAttempt
 from cdcweb.reports.models import Report
@@ -14,7 +15,10 @@ from cdcweb.retention import purge
 from cdcweb.retention.tasks import purge_old_data_task
 from partitions.pipeline import landing
 from partitions.sources.spanner_change_stream.landing import build_table
+from partitions.watch.importing import import_streams
+from partitions.watch.polling import poll_watched
 from streams.models import StreamError
+from tests.factories.datastream import LOCATION, PROJECT
 from tests.partitions.pipeline.test_landing import make_record
 
 NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
@@ -130,3 +134,38 @@ def test_beat_runs_it_hourly_on_the_housekeeping_queue():
     assert entry["task"] == purge_old_data_task.name
     assert entry["schedule"] == 3600.0
     assert django_settings.CELERY_TASK_ROUTES["cdcweb.retention.tasks.*"] == {"queue": "housekeeping"}
+
+
+def test_an_error_datastream_still_reports_is_kept_and_not_stored_again(db, at_sim, pick):
+    # given a watched stream whose two errors Datastream reports, stored by a poll 40 days after they began
+    stream = import_streams(PROJECT, LOCATION, pick("FAILED_PERMANENTLY")).created[0]
+    poll_watched()
+    errors = StreamError.objects.filter(stream=stream)
+    assert errors.count() == 2
+    errors.update(at=timezone.now() - timedelta(days=40))
+    # and one more, of our own making and as old, that nothing reports any more
+    StreamError.objects.create(
+        stream=stream, at=timezone.now() - timedelta(days=40), kind="retryable", message="x"
+    )
+    # when the retention job runs (errors are kept 30 days by default)
+    assert django_settings.CDC_KEEP_ERRORS_DAYS == 30
+    purge.run(timezone.now())
+    # then the errors Datastream still reports stay, the other is gone
+    assert errors.count() == 2
+    assert not errors.filter(uuid="").exists()
+    # and the next poll finds them stored: nothing is added as new
+    assert poll_watched().errors == 0
+    assert errors.count() == 2
+
+
+def test_an_error_datastream_stopped_reporting_ages_from_when_it_was_last_seen(db, at_sim, pick):
+    stream = import_streams(PROJECT, LOCATION, pick("FAILED_PERMANENTLY")).created[0]
+    poll_watched()
+    errors = StreamError.objects.filter(stream=stream)
+    old = timezone.now() - timedelta(days=40)
+    errors.update(at=old, last_seen_at=old + timedelta(days=15))  # last reported 25 days ago: kept
+    purge.run(timezone.now())
+    assert errors.count() == 2
+    errors.update(last_seen_at=old + timedelta(days=5))  # last reported 35 days ago: gone
+    purge.run(timezone.now())
+    assert errors.count() == 0

@@ -86,8 +86,10 @@ def test_an_operators_pause_is_carried_out_through_the_worker(watched, ds_server
     stream = Stream.objects.get(name=name.rsplit("/", 1)[-1])
     # when an operator pauses it from the CLI
     done = watched.manage("cdc_stream", "pause", stream.name)
+    # then the CLI follows the worker's operation to its end, printing its progress
     assert "pause sent to the source" in done.stdout
-    # then the worker has Datastream pause it and follows the operation to its end
+    assert "  DONE: " in done.stdout, done.stdout
+    # and the worker had Datastream pause it and followed the operation to its end
     operation = _wait_for(
         "the pause to end",
         lambda: StreamOperation.objects.filter(stream=stream, finished_at__isnull=False).first(),

@@ -3,6 +3,8 @@ its end with its progress stored, a refusal stored in Datastream's own words."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from partitions.models import Partition, WatchedStream
@@ -21,6 +23,10 @@ OP = StreamOperation.Status
 
 def _watch(state: str, pick):
     return import_streams(PROJECT, LOCATION, pick(state)).created[0]
+
+
+def _watch_source(state: str, source: str, pick):
+    return import_streams(PROJECT, LOCATION, pick(state, source)).created[0]
 
 
 def _last(stream) -> StreamOperation:
@@ -65,6 +71,70 @@ def test_recover_runs_a_failed_stream_with_a_cdc_strategy(at_sim, pick, strategy
     stream.refresh_from_db()
     assert stream.state == "RUNNING"
     assert WatchedStream.objects.get(stream=stream).last_recovery_at is not None
+
+
+@pytest.mark.parametrize(
+    ("position", "stored"),
+    [
+        (
+            "mysql:mysql-bin.000123:4",
+            {"mysql_log_position": {"log_file": "mysql-bin.000123", "log_position": 4}},
+        ),
+        ({"mysql_gtid_position": {"gtid_set": "a:1-5"}}, {"mysql_gtid_position": {"gtid_set": "a:1-5"}}),
+    ],
+)
+def test_recover_from_a_given_start_position(at_sim, pick, position, stored):
+    # given a MySQL stream that failed permanently
+    stream = _watch_source("FAILED_PERMANENTLY", "mysql", pick)
+    # when an operator recovers it from a binary log position the source still keeps
+    actions.recover(stream, "position", by="otto", position=position)
+    operation = _last(stream)
+    # then Datastream ran it from there (a specific start position) and it runs again
+    assert operation.arguments == {"start": "specific", "position": stored}
+    assert operation.status == OP.DONE
+    stream.refresh_from_db()
+    assert stream.state == "RUNNING"
+
+
+@pytest.mark.parametrize(
+    ("position", "status", "says"),
+    [
+        ("mysql:mysql-bin.000050:4", OP.REFUSED, "no longer available"),
+        ("oracle:2000000", OP.REFUSED, "reads from a mysql source"),
+    ],
+)
+def test_a_position_datastream_cannot_use_is_refused_in_its_words(at_sim, pick, position, status, says):
+    stream = _watch_source("FAILED_PERMANENTLY", "mysql", pick)
+    actions.recover(stream, "position", by="otto", position=position)
+    operation = _last(stream)
+    assert operation.status == status
+    assert says in operation.message
+
+
+@pytest.mark.parametrize(
+    ("strategy", "position", "says"),
+    [
+        ("position", None, "needs a position"),
+        ("now", "oracle:1", "only used with strategy 'position'"),
+        ("position", "oracle:abc", "an Oracle position is oracle:SCN"),
+        ("position", "db2:5", "unknown position kind 'db2'"),
+        ("position", {"oracle_scn_position": {"scn": -1}}, "a whole number of 0 or more"),
+        ("position", {"oracle_scn_position": {}}, "needs scn"),
+        ("position", '{"nope": 1}', "unknown position 'nope'"),
+    ],
+)
+def test_a_bad_position_is_refused_before_anything_is_sent(at_sim, strategy, position, says):
+    # (nothing reaches Datastream: any failed stream will do, shared by these cases)
+    failed = at_sim.steady_streams("FAILED_PERMANENTLY", 60.0)[0].rsplit("/", 1)[-1]
+    stream = import_streams(PROJECT, LOCATION, failed).created[0]
+    with pytest.raises(actions.InvalidAction, match=re.escape(says)):
+        actions.recover(stream, strategy, by="otto", position=position)
+    assert not stream.operations.exists()
+
+
+def test_a_read_stream_has_no_source_position(stream):
+    with pytest.raises(actions.InvalidAction, match="read by cdcweb"):
+        actions.recover(stream, "position", by="otto", position="oracle:5")
 
 
 @pytest.mark.parametrize(

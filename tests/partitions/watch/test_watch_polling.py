@@ -137,3 +137,16 @@ def test_the_read_model_gives_a_watched_stream_the_sources_lag_not_its_objects(a
     assert found.low_watermark is None
     assert found.holding_partition_id is None
     assert found.partitions == Partition.objects.filter(stream=stream).count() > 0
+
+
+def test_a_metric_without_a_descriptor_is_a_warning_not_an_empty_chart(without_freshness):
+    # given a watched running stream in a project whose Cloud Monitoring lacks the freshness metric
+    running = without_freshness.steady_streams("RUNNING", 60.0)[0].rsplit("/", 1)[-1]
+    stream = import_streams(PROJECT, LOCATION, running).created[0]
+    # when beat polls it
+    poll_watched()
+    # then the missing metric is recorded on the stream, the others still read, and no false lag drawn
+    watched = WatchedStream.objects.get(stream=stream)
+    assert watched.missing_metrics == ["datastream.googleapis.com/stream/freshness"]
+    assert watched.events_per_second > 0
+    assert not LagSample.objects.filter(stream=stream).exists()

@@ -18,6 +18,7 @@ import json
 import re
 import sys
 import textwrap
+import time
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -33,7 +34,7 @@ from partitions.sources.base import SettingsError as KindSettingsError
 from partitions.sources.base import SourceError
 from partitions.watch import importing
 from streams import actions
-from streams.models import MAX_HEARTBEAT_MS, MIN_HEARTBEAT_MS, Stream
+from streams.models import MAX_HEARTBEAT_MS, MIN_HEARTBEAT_MS, Stream, StreamOperation
 from streams.times import format_time, parse_time
 from streams.transitions import TransitionNotAllowed
 
@@ -42,6 +43,8 @@ RELATIVE_TIME = re.compile(r"^-\d+(\.\d+)?(us|ms|s|m|h|d)$")
 # Values that start with "-" but are no option: a relative time ("-30m") after a time
 # option, shard values ("-18-18", the form the help and the DDL advisor print) after --shards.
 DASH_VALUES = {**dict.fromkeys(TIME_OPTIONS, RELATIVE_TIME), "--shards": re.compile(r"^-(?!-)")}
+# How often the CLI reads a watched stream's operation while a worker follows it (one SELECT).
+FOLLOW_INTERVAL_S = 0.5
 TABLE_COLUMNS = ("NAME", "STATE", "LAG", "LOW WATERMARK", "RECORDS", "PARTITIONS C/S/R/F", "REASON")
 
 
@@ -128,11 +131,20 @@ class Command(BaseCommand):
                 )
             )
         for name in ("start", "pause", "resume"):
-            sub.add_parser(name, help=f"{name} a stream").add_argument("name")
+            acting = sub.add_parser(name, help=f"{name} a stream")
+            acting.add_argument("name")
+            _add_follow_flags(acting)
         recover = sub.add_parser("recover", help="recover a FAILED_PERMANENTLY stream")
         recover.add_argument("name")
+        _add_follow_flags(recover)
         recover.add_argument("--strategy", required=True, choices=actions.RECOVERY_STRATEGIES)
         recover.add_argument("--timestamp", default=None, help="ISO 8601 with a zone (strategy timestamp)")
+        recover.add_argument(
+            "--position",
+            default=None,
+            help="a watched stream's source log position (strategy position): mysql:FILE:OFFSET, "
+            "gtid:SET, oracle:SCN, sqlserver:LSN, or the API's JSON",
+        )
         imports = sub.add_parser(
             "import-datastream",
             help="watch every Datastream stream of a location (or the one --stream names)",
@@ -149,6 +161,7 @@ class Command(BaseCommand):
         backfill.add_argument("what", choices=actions.BACKFILL_ACTIONS)
         backfill.add_argument("name")
         backfill.add_argument("--object", required=True, help="the object's ID")
+        _add_follow_flags(backfill)
         delete = sub.add_parser("delete", help="delete a stream (once it has read: stopped, and --data)")
         delete.add_argument("name")
         delete.add_argument(
@@ -201,10 +214,7 @@ class Command(BaseCommand):
         stream = actions.backfill(
             self._stream(options["name"]), options["object"], options["what"], by=self._by()
         )
-        self.stdout.write(
-            f"stream '{stream.name}': {options['what']} backfill of {options['object']} sent to the source "
-            "(follow it: cdc_stream status, or the stream page)"
-        )
+        self._report(stream, options)
 
     def do_create(self, options) -> None:
         kind = KINDS[options["kind"]]
@@ -295,28 +305,60 @@ class Command(BaseCommand):
         except (KeyError, OSError):  # no user name in a bare container
             return "cdc_stream"
 
-    def _report(self, stream: Stream) -> None:
-        operation = stream.operations.first()
-        if operation is not None and operation.status == operation.Status.PENDING:
-            self.stdout.write(
-                f"stream '{stream.name}': {operation.action} sent to the source ({stream.state})"
-            )
+    def _report(self, stream: Stream, options) -> None:
+        """Say what the action did; a watched stream's operation is followed to its end unless --no-wait."""
+        operation = getattr(stream, "sent_operation", None)
+        if operation is None:
+            self.stdout.write(f"stream '{stream.name}': {stream.state} ({stream.state_reason})")
             return
-        self.stdout.write(f"stream '{stream.name}': {stream.state} ({stream.state_reason})")
+        what = f"{operation.action.replace('_', ' ')}{f' of {operation.target}' if operation.target else ''}"
+        self.stdout.write(f"stream '{stream.name}': {what} sent to the source (operation {operation.pk})")
+        if options["no_wait"]:
+            return
+        if not options["wait"] > 0:
+            raise refuse(f"--wait must be more than 0 seconds, got {options['wait']:g}")
+        self._follow(stream, operation, options["wait"])
+
+    def _follow(self, stream: Stream, operation: StreamOperation, wait: float) -> None:
+        """Print the operation's progress as a worker follows it; refuse in one line if the source refused."""
+        deadline, said = time.monotonic() + wait, ""
+        while True:
+            operation.refresh_from_db()
+            line = f"  {operation.status}: {operation.message or 'waiting for a worker'}"
+            if line != said:
+                self.stdout.write(f"{line} ({operation.elapsed_seconds:.1f} s)")
+                said = line
+            if operation.status in StreamOperation.FINISHED:
+                break
+            if time.monotonic() >= deadline:
+                raise CommandError(
+                    f"operation {operation.pk} is still {operation.status} after {wait:g} s; it goes on: "
+                    f"see the stream's page or GET /api/v1/streams/{stream.pk}/operations/{operation.pk}/",
+                    returncode=1,
+                )
+            time.sleep(FOLLOW_INTERVAL_S)
+        if operation.status != StreamOperation.Status.DONE:
+            code = f" ({operation.code})" if operation.code else ""
+            raise refuse(f"the source {operation.status.lower()} it{code}: {operation.message}")
+        stream.refresh_from_db()
+        self.stdout.write(f"stream '{stream.name}': {stream.state} ({operation.message})")
 
     def do_start(self, options) -> None:
-        self._report(actions.start(self._stream(options["name"]), by=self._by()))
+        self._report(actions.start(self._stream(options["name"]), by=self._by()), options)
 
     def do_pause(self, options) -> None:
-        self._report(actions.pause(self._stream(options["name"]), by=self._by()))
+        self._report(actions.pause(self._stream(options["name"]), by=self._by()), options)
 
     def do_resume(self, options) -> None:
-        self._report(actions.resume(self._stream(options["name"]), by=self._by()))
+        self._report(actions.resume(self._stream(options["name"]), by=self._by()), options)
 
     def do_recover(self, options) -> None:
         stream = self._stream(options["name"])
         timestamp = self._time(options["timestamp"], "--timestamp") if options["timestamp"] else None
-        self._report(actions.recover(stream, options["strategy"], timestamp, by=self._by()))
+        recovered = actions.recover(
+            stream, options["strategy"], timestamp, by=self._by(), position=options["position"]
+        )
+        self._report(recovered, options)
 
     def do_delete(self, options) -> None:
         done = deletion.delete_stream(self._stream(options["name"]), options["data"], by=self._by())
@@ -351,6 +393,19 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(payload, indent=2))
         else:
             self.stdout.write(format_table(statuses))
+
+
+def _add_follow_flags(parser) -> None:
+    """Add how an action on a watched stream is followed: to its end (default), or not at all."""
+    parser.add_argument(
+        "--no-wait", action="store_true", help="a watched stream: return once the operation is sent"
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=600.0,
+        help="a watched stream: follow its operation for at most this many seconds (600)",
+    )
 
 
 def _add_create_flags(parser) -> None:

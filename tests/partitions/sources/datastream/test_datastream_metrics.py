@@ -6,7 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 from google.cloud import monitoring_v3
 
+from partitions.simulator.datastream.config import METRIC_SUFFIXES, DatastreamSimConfig
+from partitions.simulator.datastream.monitoring import DESCRIPTORS
+from partitions.simulator.datastream.server import start_server
 from partitions.sources.datastream import metrics
+from partitions.sources.datastream.client import DatastreamApi
 
 PROJECT, LOCATION = "demo-project", "us-central1"
 
@@ -92,7 +96,8 @@ def test_unsupported_events_show_as_a_warning(ds_sim, api):
 
 
 def test_a_location_metrics_cost_four_calls_whatever_the_stream_count(ds_sim, api):
-    # given 200 streams
+    # given 200 streams, and the project's descriptors read once already
+    api.metric_types(PROJECT)
     mark = ds_sim.mark()
     start, end = _window(60.0)
     # when every stream's metrics are read at once
@@ -106,3 +111,50 @@ def test_a_location_metrics_cost_four_calls_whatever_the_stream_count(ds_sim, ap
 def test_series_of_another_location_are_left_out(api):
     start, end = _window(60.0)
     assert api.time_series(PROJECT, metrics.FRESHNESS, start, end, location="europe-west3") == {}
+
+
+def test_metric_types_come_from_the_descriptors_listed_once_per_process(ds_sim):
+    # given a new client (a new worker process)
+    api, mark = DatastreamApi(ds_sim.endpoint, ds_sim.endpoint, timeout=10.0), ds_sim.mark()
+    start, end = _window(60.0)
+    # when it reads every stream's metrics twice
+    api.stream_metrics(PROJECT, LOCATION, start, end)
+    api.stream_metrics(PROJECT, LOCATION, start, end)
+    # then the descriptors were listed once, and each role's type is the one a descriptor names
+    methods = [r.method for r in ds_sim.requests(since=mark)]
+    assert methods == ["ListMetricDescriptors"] + ["ListTimeSeries"] * 8
+    assert api.metric_types(PROJECT) == metrics.MetricTypes(dict(metrics.ROLES), ())
+
+
+def test_a_metric_without_a_descriptor_is_not_read_and_is_named_missing():
+    # given a project whose Cloud Monitoring has no freshness descriptor
+    config = DatastreamSimConfig(
+        seed=5, streams=4, cycle=7200.0, metric_step=10.0, missing_metrics=("freshness",)
+    )
+    server = start_server(config.resolved())
+    try:
+        api, mark = DatastreamApi(server.endpoint, server.endpoint, timeout=10.0), server.mark()
+        start, end = _window(60.0)
+        # when the streams' metrics are read
+        found = api.stream_metrics(PROJECT, LOCATION, start, end)
+        # then freshness is not asked for, the other three are, and every stream names what is missing
+        asked = [r.method for r in server.requests(since=mark)]
+        assert asked == ["ListMetricDescriptors"] + ["ListTimeSeries"] * 3
+        assert api.missing_metric_types(PROJECT) == {metrics.FRESHNESS}
+        assert found
+        assert all(m.missing == (metrics.FRESHNESS,) and m.lag_seconds is None for m in found.values())
+    finally:
+        server.stop()
+
+
+def test_the_simulators_metric_suffixes_are_its_descriptors():
+    assert tuple(d[0] for d in DESCRIPTORS) == METRIC_SUFFIXES
+
+
+def test_resolve_keeps_a_descriptor_only_on_the_datastream_resource():
+    other = {metrics.FRESHNESS: ("gce_instance",), metrics.EVENT_COUNT: (metrics.RESOURCE_TYPE,)}
+    found = metrics.resolve(other)
+    assert found.found == {"events": metrics.EVENT_COUNT}
+    assert found.missing == tuple(
+        sorted({metrics.FRESHNESS, metrics.BYTES_COUNT, metrics.UNSUPPORTED_EVENT_COUNT})
+    )

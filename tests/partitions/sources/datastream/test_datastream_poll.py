@@ -50,6 +50,7 @@ def test_objects_are_read_on_a_slower_staggered_cadence(ds_sim, api):
 
 
 def test_metrics_add_four_calls_for_every_stream(ds_sim, api):
+    api.metric_types("demo-project")  # the descriptors are listed once an hour, not each cycle
     poller, mark = Poller(api, metrics_every=1, metrics_window=60.0), ds_sim.mark()
     cycle = poller.poll(_names(200))
     assert cycle.rpcs == 5
