@@ -33,9 +33,13 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# Two pytest-xdist workers, a test module to each at a time (its module fixtures start once);
+# the end-to-end modules first (tests/conftest.py). PYTEST_ARGS= runs it in one process.
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
+
 test: lint
 	$(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: venv
 	$(PY) -m cdcweb.demo

@@ -43,6 +43,32 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
         database.setdefault("TEST", {})["NAME"] = f"test_{database['NAME']}_{os.getpid()}"
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, hand out the modules of end-to-end (slow) tests first.
+
+    `make test` runs the suite on two workers, a module to a worker (--dist loadfile), in
+    the order collected: a long end-to-end module handed out last would run alone at the
+    end while the other worker idles. Their relative order, and every module's own, stay.
+    """
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.module for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module not in slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_landing_zone(tmp_path_factory):
+    """Land and write reports under this session's temporary folder, not CDC_VAR_DIR's.
+
+    Test databases number their streams from 1 each: two sessions at once (the workers of
+    `make test`) would otherwise land their stream 1 in one shared folder.
+    """
+    from django.conf import settings
+
+    settings.CDC_LANDING_URI = str(tmp_path_factory.mktemp("landing"))
+    settings.CDC_REPORTS_DIR = tmp_path_factory.mktemp("reports")
+
+
 # Fast-moving topology (an event every 2.5 s) over one hour of history, so that any
 # window of a minute or two holds many splits and merges and a backlog to catch up.
 SIMULATOR_CONFIG = SimulatorConfig(
@@ -160,6 +186,19 @@ def s3_server():
 def fresh_database():
     """Return the URL of an empty PostgreSQL database for processes a test starts; dropped after it."""
     url = databases.create_database("fresh")
+    yield url
+    databases.drop_database(url)
+
+
+@pytest.fixture(scope="session")
+def migrated_database(tmp_path_factory):
+    """Yield the URL of a database migrated once per session: the template of the pipeline's databases.
+
+    Copying it (CREATE DATABASE ... TEMPLATE) takes a fraction of a second; migrating an
+    empty database in a new process takes seconds, and most end-to-end modules want one.
+    """
+    url = databases.create_database("template")
+    databases.migrate(url, tmp_path_factory.mktemp("template-var"))
     yield url
     databases.drop_database(url)
 

@@ -11,6 +11,7 @@ import os
 from datetime import UTC, datetime
 
 import pytest
+from django.apps import apps
 from django.conf import settings as django_settings
 from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
@@ -26,6 +27,7 @@ from partitions.pipeline import landing
 from partitions.sources.landing import legacy_stream_dir, stream_dir
 from partitions.sources.spanner_change_stream.landing import build_table
 from streams.models import Stream
+from streams.roles import ensure_roles
 from tests.factories.api import token_for
 from tests.partitions.pipeline.test_landing import make_record
 
@@ -128,6 +130,7 @@ def test_a_viewer_cannot_delete(client_as_viewer, zone, make_stream):
 
 @pytest.fixture
 def client_as_viewer(db) -> APIClient:
+    ensure_roles(apps)  # a transactional test's flush may have emptied the migration's groups
     user = User.objects.create_user("vera", password="pw")
     user.groups.add(Group.objects.get(name="viewers"))
     client = APIClient()

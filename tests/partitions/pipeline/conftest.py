@@ -143,9 +143,10 @@ def pipeline_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def pipeline_database():
-    """Yield the URL of the module's empty database (on the test server; a module may override this)."""
-    url = databases.create_database("pipeline")
+def pipeline_database(migrated_database):
+    """Yield the URL of the module's migrated, empty database (on the test server; a module may override
+    this, with a database migrated or not)."""
+    url = databases.create_database("pipeline", template=migrated_database)
     yield url
     databases.drop_database(url)
 
@@ -166,7 +167,8 @@ def pipeline(tmp_path_factory, django_db_blocker, pipeline_env, pipeline_databas
 
         redis.Redis.from_url(broker_url).flushdb()
     pipe = Pipeline(var_dir, database_url, broker_url, pipeline_env)
-    pipe.manage("migrate", "--no-input")
+    if not databases.is_migrated(database_url):
+        pipe.manage("migrate", "--no-input")
     new = database_config(database_url, var_dir)
     # Keep Django's filled-in defaults, but not the other engine's OPTIONS.
     new = {**connections["default"].settings_dict, "OPTIONS": {}, **new, "NAME": str(new["NAME"])}
