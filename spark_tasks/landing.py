@@ -37,6 +37,10 @@ SAME_IN_EVERY_DELIVERY = frozenset(
     ("stream_name", "read_method", "object", "table_name", "mod_type", "value_capture_type")
     + ("transaction_tag", "keys", "new_values", "old_values")
 )
+# Column metadata key: the column holds this one value on every row (read_mods' stream name).
+CONSTANT = "cdcweb.constant"
+# The mod types as small ints: dedupe keeps one per mod without grouping on the text.
+MOD_TYPE_CODES = {"INSERT": 1, "UPDATE": 2, "DELETE": 3}
 _ARROW_TO_SPARK = {
     pa.string(): T.StringType(),
     pa.int32(): T.IntegerType(),
@@ -108,7 +112,8 @@ def read_mods(spark: SparkSession, paths: list[str], since=None, until=None, nam
     schema = spark_schema()
     df = spark.read.schema(schema).parquet(*paths) if paths else spark.createDataFrame([], schema)
     if name:
-        df = df.withColumn("stream_name", F.lit(name))
+        # the metadata tells dedupe the column is one value: not worth hashing per row
+        df = df.withColumn("stream_name", F.lit(name).alias("stream_name", metadata={CONSTANT: name}))
     if since is not None:
         df = df.where(F.col("commit_timestamp") >= F.lit(since))
     if until is not None:
@@ -123,22 +128,51 @@ def dedupe(mods: DataFrame) -> DataFrame:
     ``to_records`` after this needs no second shuffle: the whole dedupe and roll-up is
     one shuffle of the narrow columns. Text fields that a re-delivery repeats verbatim
     are grouped on rather than aggregated: Spark's hash aggregate cannot hold strings in
-    its buffers and would fall back to sorting every row. The extra ``deliveries``
-    column counts how often each mod landed, so the job's totals need no second scan.
+    its buffers and would fall back to sorting every row. Two of them are kept out of
+    the grouping key, which made the dedupe and roll-up about a third cheaper at 10M
+    mods (docs/benchmarks.md, issue 22): the mod type travels as a small int (``first``
+    of an int stays hash-based; a type other than INSERT, UPDATE and DELETE, such as
+    UPSERT, is still grouped on as text) and is turned back into its text after, and a stream
+    name that ``read_mods`` set to one value is put back as that value. The extra
+    ``deliveries`` column counts how often each mod landed, so the job's totals need no
+    second scan.
     """
-    same = [c for c in mods.columns if c in SAME_IN_EVERY_DELIVERY]
-    others = [c for c in mods.columns if c not in (*DEDUPE_KEY, *same, "read_timestamp")]
+    constant = mods.schema["stream_name"].metadata.get(CONSTANT) if "stream_name" in mods.columns else None
+    apart = ("mod_type", "stream_name") if constant is not None else ("mod_type",)
+    same = [c for c in mods.columns if c in SAME_IN_EVERY_DELIVERY and c not in apart]
+    others = [c for c in mods.columns if c not in (*DEDUPE_KEY, *same, *apart, "read_timestamp")]
     aggs = [
         F.min("read_timestamp").alias("read_timestamp"),
         *(F.first(c).alias(c) for c in others),
+        *([F.first(_mod_type_code()).alias("_mod_type")] if "mod_type" in mods.columns else []),
         F.count(F.lit(1)).alias("deliveries"),
     ]
-    return (
-        mods.repartition(*RECORD_KEY)
-        .groupBy(*DEDUPE_KEY, *same)
-        .agg(*aggs)
-        .select(*mods.columns, "deliveries")
-    )
+    restore = {"mod_type": _mod_type_text(F.col("_mod_type"))}
+    if constant is not None:
+        restore["stream_name"] = F.lit(constant).alias("stream_name", metadata={CONSTANT: constant})
+    keys = [*DEDUPE_KEY, *same]
+    if "mod_type" in mods.columns:  # a type other than the coded ones is grouped on as text
+        known = F.col("mod_type").isin(*MOD_TYPE_CODES)
+        keys.append(F.when(~known, F.col("mod_type")).alias("_other_type"))
+        restore["mod_type"] = F.coalesce(F.col("_other_type"), restore["mod_type"]).alias("mod_type")
+    deduped = mods.repartition(*RECORD_KEY).groupBy(*keys).agg(*aggs)
+    return deduped.select(*(restore.get(c, F.col(c)) for c in mods.columns), "deliveries")
+
+
+def _mod_type_code() -> F.Column:
+    """Return the mod type as its MOD_TYPE_CODES int; 0 for any other text (kept apart)."""
+    code = F.lit(0)
+    for text, number in MOD_TYPE_CODES.items():
+        code = F.when(F.col("mod_type") == text, number).otherwise(code)
+    return code
+
+
+def _mod_type_text(code: F.Column) -> F.Column:
+    """Return the text of a ``_mod_type_code``; null for 0 (a type kept as text)."""
+    text = F.lit(None).cast("string")
+    for name, number in MOD_TYPE_CODES.items():
+        text = F.when(code == number, name).otherwise(text)
+    return text
 
 
 def to_records(mods: DataFrame) -> DataFrame:
