@@ -21,7 +21,6 @@ without that the 1-worker run alone paid the generation (2,265 rec/s cold agains
 5,835 rec/s for 2 workers warm: a "2.6x" speed-up on 2 cores).
 
 Run: .venv/bin/python benchmarks/pipeline_throughput.py [--minutes 5] [--tps 100] [--window 60]
-     [--compare-slice 0]
 The embedded setup by default; DATABASE_URL / CELERY_BROKER_URL switch it as for the app.
 """
 
@@ -52,10 +51,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tps", type=float, default=100.0, help="simulator transactions per second")
     parser.add_argument("--window", type=int, default=60, help="window length in seconds")
     parser.add_argument("--split-every", default="30s")
-    parser.add_argument(
-        "--compare-slice", type=float, default=None,
-        help="also run 1 worker with this CDC_CATCHUP_SLICE_SECONDS (0: a window per task)",
-    )  # fmt: skip
     return parser.parse_args()
 
 
@@ -83,8 +78,8 @@ class Bench:
             raise SystemExit(f"{' '.join(args)} failed:\n{out.stderr[-2000:]}")
         return out.stdout
 
-    def spawn(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
-        return self.procs.spawn(name, *args, env={**self.env, **(env or {})})
+    def spawn(self, name: str, *args: str) -> subprocess.Popen:
+        return self.procs.spawn(name, *args)
 
     def start_simulator(self) -> None:
         self.spawn(
@@ -124,11 +119,8 @@ def reader_only(bench: Bench, start: datetime) -> dict:
     return {"records": records, "seconds": elapsed, "rate": records / elapsed, "read_rate": records / reading}
 
 
-def catch_up(bench: Bench, name: str, start: datetime, workers: int, env: dict | None = None) -> dict:
-    """Read [start, start + minutes] with `workers` worker processes; return the measurements.
-
-    `env` adds to the workers' environment (the comparison run's CDC_CATCHUP_SLICE_SECONDS).
-    """
+def catch_up(bench: Bench, name: str, start: datetime, workers: int) -> dict:
+    """Read [start, start + minutes] with `workers` worker processes; return the measurements."""
     from streams.models import Stream
 
     end = start + timedelta(minutes=bench.args.minutes)
@@ -140,7 +132,7 @@ def catch_up(bench: Bench, name: str, start: datetime, workers: int, env: dict |
     threads = os.environ.get("BENCH_READ_THREADS", "32")  # the Procfile's reader
     procs = [bench.spawn(f"{name}-w{i}", CELERY, "-A", "cdcweb", "worker", "-Q", "urgent,celery",
                          "--pool", "threads", "-c", threads, "-l", "INFO", "-n", f"{name}{i}@%h",
-                         "--without-gossip", "--without-mingle", "--without-heartbeat", env=env)
+                         "--without-gossip", "--without-mingle", "--without-heartbeat")
              for i in range(workers)]  # fmt: skip
     procs.append(bench.spawn(f"{name}-hk", CELERY, "-A", "cdcweb", "worker", "-Q", "housekeeping", "--pool",
                              "threads", "-c", "4", "-l", "INFO", "-n", f"{name}-hk@%h"))  # fmt: skip
@@ -234,10 +226,6 @@ def main() -> None:
         for workers in (1, 2):
             results[workers] = catch_up(bench, f"bench-{workers}w", start, workers)
             print(f"{workers} worker(s): {results[workers]}", flush=True)
-        if args.compare_slice is not None:
-            env = {"CDC_CATCHUP_SLICE_SECONDS": str(args.compare_slice)}
-            results["slice"] = catch_up(bench, "bench-1w-slice", start, 1, env)
-            print(f"1 worker, CDC_CATCHUP_SLICE_SECONDS={args.compare_slice}: {results['slice']}", flush=True)
         written, kept = lag_rows_per_stream_day()
     finally:
         bench.stop()
@@ -250,7 +238,7 @@ def report(args, tail: dict, results: dict, written: int, kept: int) -> None:
           f"{args.split_every}; {one['partitions']} partitions")  # fmt: skip
     print(f"  reader only (tail_change_stream, warm simulator): {tail['records']} records in "
           f"{tail['seconds']:.1f}s = {tail['rate']:.0f} rec/s")  # fmt: skip
-    for n, r in ((n, r) for n, r in results.items() if n != "slice"):
+    for n, r in results.items():
         print(
             f"  {n} worker(s): {r['records']} records in {r['seconds']:.1f}s = {r['rate']:.0f} rec/s;"
             f" {r['windows']} windows; child scheduling p50 {r['p50'] * 1000:.0f} ms,"
@@ -261,12 +249,6 @@ def report(args, tail: dict, results: dict, written: int, kept: int) -> None:
           f" action to the last partition's end): reader only {tail['read_rate']:.0f} rec/s,"
           f" 1 worker {one['read_rate']:.0f}, 2 workers {two['read_rate']:.0f} rec/s")  # fmt: skip
     print(f"  1 worker / reader only, reading: {one['read_rate'] / tail['read_rate']:.2f}")
-    if "slice" in results:
-        o = results["slice"]
-        print(f"  1 worker at CDC_CATCHUP_SLICE_SECONDS={args.compare_slice:g}: {o['rate']:.0f} rec/s wall"
-              f" ({o['rate'] / tail['rate']:.2f}), {o['read_rate']:.0f} reading"
-              f" ({o['read_rate'] / tail['read_rate']:.2f}); child scheduling p95"
-              f" {o['p95'] * 1000:.0f} ms")  # fmt: skip
     print(f"  speed-up with 2 workers: {two['rate'] / one['rate']:.2f}x")
     print(f"  lag samples: {written} rows written per stream-day; {kept} kept per stream at steady state")
 

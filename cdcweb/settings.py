@@ -342,11 +342,6 @@ CDC_CHECKPOINT_SECONDS = env_float("CDC_CHECKPOINT_SECONDS", 2.0)
 # A live read (partitions/pipeline/live.py) lands and stores a record within this long of
 # receiving it, whatever the interval above: a checkpoint waits at most this for records.
 CDC_CHECKPOINT_DATA_SECONDS = env_float("CDC_CHECKPOINT_DATA_SECONDS", 0.5)
-# A read that catches up reads its next windows in the same pool thread, under the same
-# lease, for up to this long before its next read is queued behind the others: no broker
-# round trip between windows, and no partition holds a thread for longer than this
-# (partitions.pipeline.services.read_next_window). 0: every window through the queue.
-CDC_CATCHUP_SLICE_SECONDS = env_float("CDC_CATCHUP_SLICE_SECONDS", 5.0)
 CDC_MAX_CONSECUTIVE_FAILURES = env_int("CDC_MAX_CONSECUTIVE_FAILURES", 3)
 CDC_RETRY_BACKOFF_MAX = env_int("CDC_RETRY_BACKOFF_MAX", 60)
 CDC_STALL_HEARTBEATS = env_int("CDC_STALL_HEARTBEATS", 6)

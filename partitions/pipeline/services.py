@@ -16,7 +16,6 @@ to expire with nobody told.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -55,11 +54,7 @@ class Attempt:
 
 
 def read_next_window(
-    partition: Partition,
-    queue: Queue,
-    attempt: Attempt | None = None,
-    live: LiveReads | None = None,
-    slice_seconds: float = 0.0,
+    partition: Partition, queue: Queue, attempt: Attempt | None = None, live: LiveReads | None = None
 ) -> str:
     """Read the partition's next window if we win its lease; return what happened.
 
@@ -67,43 +62,11 @@ def read_next_window(
     to a live read of its own, which reads on window after window (live.py); otherwise the
     window is read here, in the caller's thread.
 
-    With `slice_seconds` (the worker's CDC_CATCHUP_SLICE_SECONDS), a partition that catches
-    up reads its next windows here too, under the same lease, until that long has passed;
-    only then does its next read go back to the queue, behind the others. Sent through the
-    queue after every window, a read waited a broker round trip each time (about 0.25 s
-    between a window's end and the next one's start, against 0.1-0.2 s of reading it):
-    half of a backlog's time went to hand-overs (docs/benchmarks.md, issue 22, goal 2).
-    For the same reason, a read that ends its partition reads one of the children it
-    scheduled (the first whose parents have all finished) here, within the same slice.
-
     A database error of our own (the checkpoint already retried it for a lease) is not
     the source's: it is raised for the task's retry, which takes this attempt's lease
     back at once; it never counts toward FAILED.
     """
     attempt = attempt or Attempt()
-    until = time.monotonic() + slice_seconds
-    while True:
-        keep = KeepOne(queue, until)
-        result = _read_leased(partition, queue, keep if slice_seconds else queue, attempt, live, until)
-        if keep.kept is None:
-            return result
-        if result != "finished":  # kept by a path that does not end here: sent as asked
-            queue.read(keep.kept, urgent=True)
-            return result
-        # A child whose parents have all finished, scheduled by this read: its first read here.
-        partition = Partition.objects.filter(pk=keep.kept).first()
-        if partition is None:
-            return result
-
-
-def _read_leased(
-    partition: Partition, queue: Queue, keep: Queue, attempt: Attempt, live: LiveReads | None, until: float
-) -> str:
-    """Read the partition, under a lease of `attempt`'s, window after window until `until`.
-
-    `keep` is the queue of this thread's own reads (KeepOne); a live read gets the plain
-    queue: its partition's children, when it ends, are not this thread's to read.
-    """
     owner = attempt.owner()
     if not leases.take(partition, owner, reclaim=attempt.reclaim()):
         _settle_unleased(partition)
@@ -111,37 +74,12 @@ def _read_leased(
     partition.refresh_from_db()
     log_lease("start", partition.pk, owner, partition.lease_expires_at)
     stream = Stream.objects.get(pk=partition.stream_id)
-    while True:
-        edge = live is not None and at_live_edge(partition, stream)
-        if edge and live.adopt(partition, stream, owner, queue):
-            return "live"
-        done, outcome = read_and_settle(stream, partition, owner, keep)
-        if done:
-            return done
-        if not (outcome.go_on and not outcome.delay and time.monotonic() < until and stream_reads_on(stream)):
-            return _continue_or_stop(stream, outcome, owner, queue)
-        partition = outcome.stored  # its lease kept, renewed by the last checkpoint
-
-
-class KeepOne:
-    """The queue, but the first read of a child asked for while the slice lasts stays with this thread.
-
-    Scheduling has reserved the child (as for any queued read) before it asks: if this
-    process dies before reading it, the reservation expires and beat's orphan sweep
-    queues it, as it would a lost task.
-    """
-
-    def __init__(self, queue: Queue, until: float) -> None:
-        self.queue, self.until, self.kept = queue, until, None
-
-    def read(self, partition_id: int, countdown: float = 0, urgent: bool = False) -> None:
-        if self.kept is None and urgent and not countdown and time.monotonic() < self.until:
-            self.kept = partition_id
-        else:
-            self.queue.read(partition_id, countdown, urgent)
-
-    def start(self, stream_id: int, countdown: float = 0) -> None:
-        self.queue.start(stream_id, countdown)
+    if live is not None and at_live_edge(partition, stream) and live.adopt(partition, stream, owner, queue):
+        return "live"
+    done, outcome = read_and_settle(stream, partition, owner, queue)
+    if done:
+        return done
+    return _continue_or_stop(stream, outcome, owner, queue)
 
 
 def at_live_edge(partition: Partition, stream: Stream) -> bool:

@@ -12,7 +12,6 @@ import threading
 
 from celery import shared_task
 from celery.signals import worker_shutting_down
-from django.conf import settings
 from django.db import OperationalError, transaction
 
 from partitions import stalls
@@ -46,7 +45,7 @@ def read_partition_task(self, partition_id: int) -> str | None:
     attempt = services.Attempt(
         self.request.id or "", self.request.hostname or "local", self.request.retries or 0
     )
-    return services.read_next_window(partition, QUEUE, attempt, LIVE, settings.CDC_CATCHUP_SLICE_SECONDS)
+    return services.read_next_window(partition, QUEUE, attempt, live=LIVE)
 
 
 @worker_shutting_down.connect

@@ -145,41 +145,15 @@ def test_a_split_announced_in_one_record_per_child_keeps_every_child():
     assert ended[0].at == epoch + timedelta(seconds=20)
 
 
-def test_a_catching_up_read_reads_on_and_into_a_child_within_its_slice(simulator, settings, queued):
-    # given a partition ten minutes back with 5 s windows, in a stream that ends a minute later
-    settings.CDC_LANDING_URI = str(settings.VAR_DIR / "landing-slice")
-    start = (timezone.now() - timedelta(minutes=10)).replace(microsecond=0)
-    stream = running_stream(simulator, start)
-    Stream.objects.filter(pk=stream.pk).update(end_at=start + timedelta(minutes=1))
-    partition = splitting_partition(simulator, stream, start)
-    queries_before = len(simulator.queries())
-    # when one read task runs with a slice (the worker's CDC_CATCHUP_SLICE_SECONDS)
-    services.read_next_window(partition, queued, slice_seconds=8)
-    # then the partition was read to its end in that task, window after window: no read of it queued
-    partition.refresh_from_db()
-    assert partition.state == P.FINISHED
-    assert partition.pk not in {pk for pk, _ in queued.reads}
-    assert len(simulator.queries()) - queries_before >= 2
-    # and of the children it scheduled, the first was read here too, the others queued
-    edges = PartitionEdge.objects.filter(parent=partition)
-    scheduled = Partition.objects.filter(pk__in=edges.values("child_id")).exclude(state=P.CREATED)
-    assert scheduled.exists()  # a split's children have one parent each: ready at once
-    queued_ids = {pk for pk, _ in queued.reads}
-    read_here = [child for child in scheduled if child.pk not in queued_ids]
-    assert len(read_here) == 1
-    assert read_here[0].running_at is not None
-    assert read_here[0].watermark > read_here[0].start_at
-
-
-def test_without_a_slice_a_read_task_reads_one_window_and_queues_the_next(simulator, settings, queued):
-    # given the same partition ten minutes back
+def test_a_read_task_reads_one_window_and_queues_the_next(simulator, settings, queued):
+    # given a partition ten minutes back that splits within 30 s
     settings.CDC_LANDING_URI = str(settings.VAR_DIR / "landing-no-slice")
     start = (timezone.now() - timedelta(minutes=10)).replace(microsecond=0)
     stream = running_stream(simulator, start)
     partition = splitting_partition(simulator, stream, start)
     queries_before = len(simulator.queries())
-    # when its read runs with no slice (CDC_CATCHUP_SLICE_SECONDS=0)
-    outcome = services.read_next_window(partition, queued, slice_seconds=0)
+    # when its read task runs
+    outcome = services.read_next_window(partition, queued)
     # then one window was read and the next read (or every child's first) went to the queue
     assert len(simulator.queries()) - queries_before == 1
     children = PartitionEdge.objects.filter(parent=partition).values_list("child_id", flat=True)
