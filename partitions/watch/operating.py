@@ -5,7 +5,8 @@ resume (which also starts a stream that never ran), recover with a CDC strategy,
 or stop one object's backfill. Each progress report of the source's long-running operation
 is written to the row as it comes (status message, time so far); a refusal is stored in
 the source's own words (REFUSED), a transient failure as FAILED. Either way the stream is
-polled once at the end, so its page shows the state the operation left.
+polled once at the end, before the operation is marked finished, so whoever sees it finished
+sees the state it left.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ def run_operation(operation: StreamOperation) -> StreamOperation:
         status, message, code = OP.REFUSED, str(refused), refused.code or ""
     except SourceError as failed:
         status, message, code = OP.FAILED, str(failed), getattr(failed, "code", "") or ""
+    # Poll before the operation is marked finished: whoever sees it finished (the CLI, the
+    # page) then reads the state it left the stream in, not the one before.
+    poll_watched([stream], objects=bool(operation.target))
     StreamOperation.objects.filter(pk=operation.pk).update(
         status=status, message=message, code=code[:100], finished_at=timezone.now()
     )
-    poll_watched([stream], objects=bool(operation.target))
     operation.refresh_from_db()
     return operation
 

@@ -12,14 +12,17 @@ from partitions.sources.datastream.client import DatastreamApi
 
 # Long cycles keep a picked stream in its state for the length of a test; short operations
 # and backfills keep the suite fast. A pinned epoch makes the states at start reproducible.
+# Each module gets a simulator of its own, started when the module starts: a module run late
+# in a long session (xdist) sees the streams as they are at the epoch, not minutes on, and
+# no stream or backfill another module operated.
 OPERATED = dict(
     seed=11, streams=200, cycle=7200.0, operation_seconds=0.6, backfill_seconds=1.5, metric_step=10.0
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ds_sim():
-    """Yield a running Datastream simulator whose streams tests operate (``claim`` one first)."""
+    """Yield a fresh Datastream simulator whose streams the module's tests operate (``claim`` one first)."""
     server = start_server(DatastreamSimConfig(epoch=time.time(), **OPERATED))
     try:
         yield server
@@ -27,24 +30,30 @@ def ds_sim():
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def api(ds_sim):
-    """Return a DatastreamApi pointed at the session's simulator."""
+    """Return a DatastreamApi pointed at the module's simulator."""
     return DatastreamApi(ds_sim.endpoint, ds_sim.endpoint, timeout=10.0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def claim(ds_sim):
-    """Return claim(state, sources=None): a stream in that state for the next minute, never given twice."""
+    """Return claim(state, sources=None, where=None): a stream in that state for the next minute,
+    never given twice; ``where(stream, now)``, if given, must hold of its SimStream too."""
     taken: set[str] = set()
 
-    def pick(state: str, sources: tuple[str, ...] | None = None) -> str:
+    def pick(state: str, sources: tuple[str, ...] | None = None, where=None) -> str:
+        now = ds_sim.clock.now()
         for name in ds_sim.steady_streams(state, 60.0):
-            source = ds_sim.world.streams[name].source
-            if name not in taken and (sources is None or source in sources):
+            stream = ds_sim.world.streams[name]
+            fits = (sources is None or stream.source in sources) and (where is None or where(stream, now))
+            if name not in taken and fits:
                 taken.add(name)
                 return name
-        raise AssertionError(f"the simulator has no spare {state} stream of {sources or 'any source'}")
+        fitting = " that fits" if where else ""
+        raise AssertionError(
+            f"the simulator has no spare {state} stream of {sources or 'any source'}{fitting}"
+        )
 
     return pick
 

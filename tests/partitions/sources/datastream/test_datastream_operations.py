@@ -7,6 +7,7 @@ import time
 import pytest
 from datastream_support import FOLLOW
 
+from partitions.simulator.datastream.world import ACTIVE_JOBS
 from partitions.sources.base import PermanentSourceError, RetryableSourceError
 from partitions.sources.datastream import operations
 
@@ -25,6 +26,19 @@ def _follow(action, *args, **kwargs):
     reports = []
     result = action(*args, progress=reports.append, **kwargs, **FOLLOW)
     return result, reports
+
+
+def _idle_backfills(count: int):
+    """Return a claim condition: at least ``count`` objects whose backfill neither runs now nor
+    in a minute (a stream started lately still runs its automatic ones)."""
+
+    def fits(stream, now: float) -> bool:
+        idle = [
+            o for o in stream.objects if {o.job(now).state, o.job(now + 60.0).state}.isdisjoint(ACTIVE_JOBS)
+        ]
+        return len(idle) >= count
+
+    return fits
 
 
 def _assert_progressed(reports, operation_name: str):
@@ -82,8 +96,8 @@ def test_recover_runs_the_stream_from_the_chosen_position(ds_sim, api, claim, st
 
 
 def test_backfill_runs_then_completes(ds_sim, api, claim):
-    # given an object of a running stream with no backfill running
-    stream = claim("RUNNING")
+    # given two objects of a running stream with no backfill running
+    stream = claim("RUNNING", where=_idle_backfills(2))
     obj = next(o for o in api.list_stream_objects(stream) if o.backfill.state not in ("PENDING", "ACTIVE"))
     # when a backfill is started and followed until it runs, then until it ends
     running, reports = _follow(operations.start_backfill, api, obj.name)
@@ -109,7 +123,7 @@ def _other_idle_object(api, stream: str, taken) -> str:
 
 
 def test_stopping_a_backfill_leaves_it_stopped(api, claim):
-    stream = claim("RUNNING")
+    stream = claim("RUNNING", where=_idle_backfills(1))
     obj = next(o for o in api.list_stream_objects(stream) if o.backfill.state not in ("PENDING", "ACTIVE"))
     operations.start_backfill(api, obj.name, **FOLLOW)
     result, reports = _follow(operations.stop_backfill, api, obj.name)
