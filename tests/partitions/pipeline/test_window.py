@@ -130,6 +130,24 @@ def test_a_query_that_ends_before_its_end_proves_only_what_it_sent(make_stream, 
     assert progress.finish_at is None
 
 
+def test_a_last_window_that_ends_before_the_streams_end_does_not_finish_the_partition(
+    make_stream, make_partition
+):
+    # given the read of a stream's last window, over (with no children) before the
+    # stream's end has come by the database's clock
+    end = timezone.now() + timedelta(seconds=50)
+    stream = make_stream("s", start_at=datetime(2026, 1, 1, tzinfo=UTC), end_at=end)
+    partition = make_partition(stream)
+    seen = timezone.now() - timedelta(seconds=3)
+    read = SimpleNamespace(watermark=seen, cursor={})
+    progress = checkpoint.Progress(start=seen, watermark=seen)
+    # when it settles
+    window._settle(window.Window(stream, None, partition, "r", read, None, end), progress)
+    # then the partition is not finished: its watermark stays at what the read delivered
+    assert progress.finish_at is None
+    assert progress.watermark == seen
+
+
 def test_a_split_announced_in_one_record_per_child_keeps_every_child():
     # given a source that announces each child of a split in a record of its own
     epoch = datetime.now(UTC) - timedelta(minutes=2)
