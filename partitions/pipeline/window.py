@@ -233,14 +233,15 @@ def _settle(w: Window, progress: Progress) -> None:
     windows, stream_end, end = readers.read_kind(w.stream).windows, w.stream.end_at, w.end
     if progress.ended is not None:
         progress.finish_at = progress.ended.at
-    elif windows and stream_end is not None and end >= stream_end:
-        progress.finish_at = stream_end  # bounded by the stream's end, with no child
-    if progress.finish_at is not None:
-        progress.watermark = max(progress.watermark, progress.finish_at)
     elif windows and w.store.passed(end, w.partition.pk):
         # A query over a past window returned everything up to its end. One that ended
-        # before its end came (a server that closed early) proves only what it sent.
+        # before its end came (a server that closed early) proves only what it sent,
+        # even in the stream's last window: the next read goes on from there.
         progress.watermark = max(progress.watermark, end)
+        if stream_end is not None and end >= stream_end:
+            progress.finish_at = stream_end  # bounded by the stream's end, with no child
+    if progress.finish_at is not None:
+        progress.watermark = max(progress.watermark, progress.finish_at)
 
 
 def _flush(w: Window, progress: Progress) -> Partition | None:

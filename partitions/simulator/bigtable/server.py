@@ -165,7 +165,9 @@ class BigtableSimulator(GrpcSimulator):
         items = plan_read(plan.model, plan.lo, plan.hi, plan.progress, plan.end_us, plan.heartbeat_us)
         for item in items:
             if item.release_us > now_us() and not self.wait_until(item.release_us, context):
-                entry.status = "CANCELLED"  # the reader went away, or the server stops
+                # The server stops (the call breaks, to be resumed), or the reader went away.
+                entry.status = "UNAVAILABLE" if self.stopping else "CANCELLED"
+                self.end_if_stopping(context)
                 return
             entry.changes += item.kind == DATA
             if item.kind == CLOSE:

@@ -79,6 +79,20 @@ class GrpcSimulator:
             if self._stopping.wait(min(remaining, _WAIT_SLICE_S)) or not context.is_active():
                 return False
 
+    @property
+    def stopping(self) -> bool:
+        """Return whether the server is stopping (or stopped)."""
+        return self._stopping.is_set()
+
+    def end_if_stopping(self, context) -> None:
+        """End the call UNAVAILABLE if the server stops: a server that goes away breaks its calls.
+
+        Returning would end the call OK, as if it had reached its end: a change stream reader
+        would take a window as read in full, and the official client would not resume it.
+        """
+        if self.stopping:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down, resume the call")
+
     def log(self, entry):
         """Append a call to the log and return it."""
         with self._log_lock:

@@ -231,6 +231,7 @@ class SimulatorServer(GrpcSimulator):
                 yield from self._message(head, batch, token, faults, entry, context)
                 head, batch, size, sent_any = b"", [], 0, True
             if item.ts_us > now_us() and not self.wait_until(item.ts_us, context):
+                self._cut_short(entry, context)
                 return
             value = self._value(item, dialect, faults)
             batch.append(value)
@@ -242,8 +243,14 @@ class SimulatorServer(GrpcSimulator):
         # Spanner keeps a query open until its end timestamp even when no record or
         # heartbeat falls due before it; ending earlier let a reader take the end as its
         # watermark and start its next window in the future (INVALID_ARGUMENT).
-        if spec.end_us is not None and not ended_by_child:
-            self.wait_until(spec.end_us, context)
+        if spec.end_us is not None and not ended_by_child and not self.wait_until(spec.end_us, context):
+            self._cut_short(entry, context)
+
+    def _cut_short(self, entry: QueryLogEntry, context) -> None:
+        """End a call whose wait ended early: UNAVAILABLE if the server stops; as it is if the reader left."""
+        if self.stopping:
+            entry.status = "UNAVAILABLE"
+        self.end_if_stopping(context)
 
     def _value(self, item, dialect: str, faults: StreamFaults) -> bytes:
         if item.kind == DATA:

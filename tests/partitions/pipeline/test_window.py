@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -10,15 +12,17 @@ import pytest
 from django.utils import timezone
 
 from partitions.models import Partition, PartitionEdge
-from partitions.pipeline import checkpoint, services, window
+from partitions.pipeline import checkpoint, landing, services, window
 from partitions.simulator.core.clock import to_datetime
 from partitions.simulator.spanner.groundtruth import ground_truth
+from partitions.simulator.spanner.server import start_server
 from partitions.sources.base import Ended, PartitionState
+from partitions.sources.landing import DEDUPE_KEY
 from partitions.sources.spanner_change_stream.read import ChangeStreamRead
 from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect
 from streams.models import Stream, StreamError
 from streams.transitions import transition
-from tests.factories import make_stream
+from tests.factories import make_stream, wait_for
 from tests.partitions.pipeline.fake_spanner import DATABASE, FakeSpanner
 
 P, S = Partition.State, Stream.State
@@ -126,6 +130,24 @@ def test_a_query_that_ends_before_its_end_proves_only_what_it_sent(make_stream, 
     assert progress.finish_at is None
 
 
+def test_a_last_window_that_ends_before_the_streams_end_does_not_finish_the_partition(
+    make_stream, make_partition
+):
+    # given the read of a stream's last window, over (with no children) before the
+    # stream's end has come by the database's clock
+    end = timezone.now() + timedelta(seconds=50)
+    stream = make_stream("s", start_at=datetime(2026, 1, 1, tzinfo=UTC), end_at=end)
+    partition = make_partition(stream)
+    seen = timezone.now() - timedelta(seconds=3)
+    read = SimpleNamespace(watermark=seen, cursor={})
+    progress = checkpoint.Progress(start=seen, watermark=seen)
+    # when it settles
+    window._settle(window.Window(stream, None, partition, "r", read, None, end), progress)
+    # then the partition is not finished: its watermark stays at what the read delivered
+    assert progress.finish_at is None
+    assert progress.watermark == seen
+
+
 def test_a_split_announced_in_one_record_per_child_keeps_every_child():
     # given a source that announces each child of a split in a record of its own
     epoch = datetime.now(UTC) - timedelta(minutes=2)
@@ -160,3 +182,57 @@ def test_a_read_task_reads_one_window_and_queues_the_next(simulator, settings, q
     expected = [partition.pk] if outcome == "continued" else sorted(children)
     assert sorted(pk for pk, _ in queued.reads) == expected
     assert expected
+
+
+def lasting_partition(simulator, stream, start, end) -> Partition:
+    """Return a SCHEDULED partition live over all of [start, end], the one with most records in it."""
+    simulator.topology.ensure(int(end.timestamp() * 1e6))
+    start_us, end_us = int(start.timestamp() * 1e6), int(end.timestamp() * 1e6)
+    lasting = {p.token for p in simulator.topology.live_at(start_us) if p.end_us is None or p.end_us > end_us}
+    counts = Counter(token for token, _ in ground_truth(simulator.config, "demo-db", start, end))
+    token = max(lasting, key=lambda t: counts[t])
+    return Partition.objects.create(
+        stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
+    )
+
+
+def test_a_source_stopped_mid_window_and_back_after_its_end_loses_nothing(
+    simulator, settings, queued, tmp_path
+):
+    # given the last window of a stream that ends 3 s from now, read from a simulator of its own
+    settings.CDC_LANDING_URI = str(tmp_path)
+    servers = [start_server(simulator.config)]
+    now = timezone.now().replace(microsecond=0)
+    start, end = now - timedelta(seconds=2), now + timedelta(seconds=3)
+    stream = running_stream(servers[0], start, window=60)
+    Stream.objects.filter(pk=stream.pk).update(end_at=end)
+    partition = lasting_partition(servers[0], stream, start, end)
+
+    def outage():
+        wait_for("the read's first rows", lambda: any(q.rows for q in servers[0].queries(partition.token)))
+        servers[0].stop(0)
+        # down until a second after the window's end: the pace of the outage, not a wait for a state
+        time.sleep(max(0.0, (end - timezone.now()).total_seconds()) + 1)
+        servers.append(start_server(simulator.config, port=servers[0].port))
+
+    down = threading.Thread(target=outage)
+    down.start()
+    try:
+        # when the simulator stops mid-read and comes back on its port once the window's end has passed
+        services.read_next_window(partition, queued)
+    finally:
+        down.join()
+        servers[-1].stop(0)
+    # then the read resumed where it was: the partition reached the stream's end with every record landed
+    partition.refresh_from_db()
+    assert partition.state == P.FINISHED
+    table = landing.read_landing(settings.CDC_LANDING_URI, stream.pk)
+    landed = set(zip(*(table.column(c).to_pylist() for c in DEDUPE_KEY), strict=True))
+    truth = {
+        (token, r.commit_timestamp, r.server_transaction_id, r.record_sequence, i)
+        for token, r in ground_truth(simulator.config, "demo-db", start, end)
+        if token == partition.token
+        for i in range(len(r.mods))
+    }
+    assert truth
+    assert landed == truth
