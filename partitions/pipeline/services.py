@@ -15,7 +15,6 @@ to expire with nobody told.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -32,8 +31,6 @@ from .live import LiveReads
 from .queue import Queue
 from .settle import read_and_settle
 from .window import Outcome, stream_reads_on, window_end
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
