@@ -82,12 +82,16 @@ def in_state(stream, *states: str):
 
 
 def state_of(stream):
-    """Return a detail for wait_for: the stream's state, its reason and its last error."""
+    """Return a detail for wait_for: the stream's state and reason, its partitions' states, its last error."""
 
     def detail() -> str:
         row = Stream.objects.get(pk=stream.pk)
         error = StreamError.objects.filter(stream=stream).order_by("-pk").first()
-        return f"stream {row.name}: {row.state} ({row.state_reason}); last error: {error and error.message}"
+        states = Counter(Partition.objects.filter(stream=stream).values_list("state", flat=True))
+        return (
+            f"stream {row.name}: {row.state} ({row.state_reason}); partitions {dict(states)}; "
+            f"last error: {error and error.message}"
+        )
 
     return detail
 

@@ -55,11 +55,19 @@ def test_heartbeats_advance_the_watermark_of_an_idle_partition_until_the_end(idl
 
 
 def _long_lived_partition(simulator, start: datetime, seconds: float = 2.0) -> PartitionState:
-    """Return a partition live at start that lives on for `seconds` or more, as a root."""
+    """Return the busiest partition live at start that lives on for `seconds` or more, as a root."""
     topology = simulator.tables["events"].topology
     at = int(start.timestamp() * 1_000_000)
     lasting = seconds * 1_000_000
-    partition = next(p for p in topology.live_at(at) if p.end_us is None or p.end_us - at > lasting)
+    lasting_ones = [p for p in topology.live_at(at) if p.end_us is None or p.end_us - at > lasting]
+    # the busiest of them: a test of what changes carry needs changes in its window
+    workload = simulator.tables["events"].workload
+    seconds_read = range(at // 1_000_000, (at + int(lasting)) // 1_000_000 + 1)
+
+    def changes(p) -> int:
+        return sum(len(workload.second(s).by_token.get(p.token, ())) for s in seconds_read)
+
+    partition = max(lasting_ones, key=changes)
     row_range = partition_range(partition)
     return PartitionState(range_token(row_range), start, start, root_cursor(row_range), label(row_range))
 
