@@ -17,6 +17,10 @@ from partitions.sources.base import SourceError
 from partitions.sources.checks import CHECK_TIMEOUT_S, Check, CheckFailed
 from partitions.sources.spanner_change_stream.query import GOOGLESQL
 from partitions.sources.spanner_change_stream.reader import classify, connect, detect_dialect
+from partitions.sources.spanner_retry import unavailable_retry
+
+# A check waits for an unavailable server no longer than for a slow one.
+RETRY = unavailable_retry(CHECK_TIMEOUT_S)
 
 
 class SpannerProbe:
@@ -65,7 +69,10 @@ class SpannerProbe:
 
     def _rows(self, sql: str, params: dict, types: dict) -> list[list[str]]:
         with self.database.snapshot() as snapshot:
-            return [list(row) for row in snapshot.execute_sql(sql, params, types, timeout=CHECK_TIMEOUT_S)]
+            return [
+                list(row)
+                for row in snapshot.execute_sql(sql, params, types, timeout=CHECK_TIMEOUT_S, retry=RETRY)
+            ]
 
     def plan_scans(self, sql: str, params: dict, types: dict) -> list[tuple[str, str]]:
         """Return (scan type, scan target) of every scan in the query's plan (PLAN mode: nothing is read)."""
@@ -73,7 +80,12 @@ class SpannerProbe:
         def plan() -> list[tuple[str, str]]:
             with self.database.snapshot() as snapshot:
                 result = snapshot.execute_sql(
-                    sql, params, types, query_mode=ExecuteSqlRequest.QueryMode.PLAN, timeout=CHECK_TIMEOUT_S
+                    sql,
+                    params,
+                    types,
+                    query_mode=ExecuteSqlRequest.QueryMode.PLAN,
+                    timeout=CHECK_TIMEOUT_S,
+                    retry=RETRY,
                 )
                 list(result)
                 nodes = result.stats.query_plan.plan_nodes if result.stats else []

@@ -17,6 +17,7 @@ import grpc
 from .clock import now_us
 
 _WAIT_SLICE_S = 0.2  # how late a cancelled live call notices it is gone
+BREAK_CALLS_S = 0.5  # what a stop gives open calls to end UNAVAILABLE before gRPC cancels them
 
 
 class Refusal(Exception):
@@ -65,10 +66,16 @@ class GrpcSimulator:
         return self
 
     def stop(self, grace: float | None = None) -> None:
-        """Stop serving: open streams end, then the port is released."""
+        """Stop serving: open streams end UNAVAILABLE, then the port is released.
+
+        Even at grace 0, the open calls get a moment (BREAK_CALLS_S) to end UNAVAILABLE, as
+        a server that goes away breaks them, before gRPC cancels what is left: a client sees
+        CANCELLED then, which no server going away sends, and a reader takes it as permanent.
+        """
         self._stopping.set()
         if self._grpc is not None:
-            self._grpc.stop(self.stop_grace if grace is None else grace).wait()
+            grace = self.stop_grace if grace is None else grace
+            self._grpc.stop(max(grace, BREAK_CALLS_S)).wait()
 
     def wait_until(self, ts_us: int, context) -> bool:
         """Sleep until the wall clock reaches ts_us; False if the call or the server ended first."""

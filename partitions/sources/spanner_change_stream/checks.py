@@ -57,7 +57,12 @@ def checks(values: dict[str, Any], start: datetime | None = None) -> list[Check]
 
     def query() -> str:
         reader = ChangeStreamReader(
-            probe.database, values["change_stream"], probe.dialect, 10_000, timeout=CHECK_TIMEOUT_S
+            probe.database,
+            values["change_stream"],
+            probe.dialect,
+            10_000,
+            timeout=CHECK_TIMEOUT_S,
+            unavailable_s=CHECK_TIMEOUT_S,
         )
         end = datetime.now(UTC) - timedelta(seconds=1)
         roots = 0

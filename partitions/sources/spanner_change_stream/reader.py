@@ -23,6 +23,7 @@ from google.cloud.spanner_v1 import StructType, TypeCode
 
 from partitions.sources.base import SourceError
 from partitions.sources.grpc_status import RETRYABLE_CODES, server_message, status_name
+from partitions.sources.spanner_retry import UNAVAILABLE_BUDGET_S, unavailable_retry
 
 from . import schema
 from .decode import GoogleSqlDecoder
@@ -109,12 +110,14 @@ class ChangeStreamReader:
         dialect: str,
         heartbeat_ms: int,
         timeout: float | None = None,
+        unavailable_s: float = UNAVAILABLE_BUDGET_S,
     ):
         self.database = database
         self.stream_name = stream_name
         self.dialect = dialect
         self.heartbeat_ms = heartbeat_ms
         self.timeout = timeout
+        self.unavailable_s = unavailable_s  # how long a query waits for an unavailable server
         self._googlesql = GoogleSqlDecoder()
 
     def read(
@@ -132,6 +135,7 @@ class ChangeStreamReader:
                     param_types=query.param_types,
                     lazy_decode=True,
                     timeout=timeout,
+                    retry=unavailable_retry(self.unavailable_s),
                 )
                 checked = query.dialect != GOOGLESQL
                 for row in rows:

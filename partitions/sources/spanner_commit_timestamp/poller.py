@@ -21,6 +21,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from partitions.sources.base import PROGRESS, Ended, PartitionState, PermanentSourceError, SourceError
+from partitions.sources.spanner_retry import unavailable_retry
 
 from .errors import source_error
 from .query import ONE_US, Cursor, TableSpec, page_query
@@ -119,6 +120,7 @@ class PollRead:
             param_types=query.param_types,
             timeout=self._timeout,
             lazy_decode=True,
+            retry=unavailable_retry(),
         )
         layout = None
         for row in rows:

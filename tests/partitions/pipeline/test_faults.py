@@ -173,9 +173,10 @@ def test_a_reader_stopped_past_its_leases_changes_nothing_when_it_resumes(pipeli
 
 
 def test_a_source_down_longer_than_a_lease_is_read_again_once_back(pipeline, source_sim, faults):
-    # The client retries a broken live query by itself while the lease keeper keeps its
-    # lease (the query's deadline is its window's end plus a lease): the read resumes
-    # where it was once the source is back, and nobody else read it meanwhile.
+    # A broken live query waits for its source with backoff for about a lease
+    # (partitions/sources/spanner_retry.py), then fails retryably and gives its lease back;
+    # the stream retries after its backoff and reads on from its watermarks once the source
+    # is back, nobody acting (the client alone had restarted the query for ever, a core busy).
     streams, _ = faults
     stream = streams["f-source"]
     assert not stream.transitions.filter(to_state=S.FAILED_PERMANENTLY).exists()

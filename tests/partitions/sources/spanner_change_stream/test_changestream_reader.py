@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from partitions.simulator.core.config import Fault
 from partitions.simulator.spanner.server import start_server
-from partitions.sources.spanner_change_stream.errors import PermanentSpannerError
+from partitions.sources.spanner_change_stream.errors import PermanentSpannerError, RetryableSpannerError
 from partitions.sources.spanner_change_stream.reader import ChangeStreamReader, connect, detect_dialect
 from partitions.sources.spanner_change_stream.records import ChildPartitionsRecord, DataChangeRecord
 
@@ -92,3 +94,87 @@ def test_unavailable_mid_stream_is_resumed_and_loses_nothing(simulator, faulty_s
     assert resumed, "no stream was broken and resumed"
     assert faulty == clean
     assert sum(isinstance(r, DataChangeRecord) for rs in faulty.values() for r in rs) > 100
+
+
+class _ReadInThread:
+    """One partition's read on a thread of its own: the records so far, its error, its CPU time."""
+
+    def __init__(self, reader: ChangeStreamReader, token: str, start: datetime, end: datetime | None):
+        self.records, self.error, self.cpu_s = [], None, 0.0
+        self.thread = threading.Thread(target=self._run, args=(reader, token, start, end), daemon=True)
+        self.thread.start()
+
+    def _run(self, reader, token, start, end) -> None:
+        began = time.thread_time()
+        try:
+            for record in reader.read(token, start, end):
+                self.records.append(record)
+        except Exception as error:  # the test looks at which
+            self.error = error
+        self.cpu_s = time.thread_time() - began
+
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+
+def _busy_root(server, start: datetime) -> str:
+    """Return the token of the root partition at start with the most data records in the next 20 s."""
+    reader = _reader(server.emulator_host, "demo-db", "googlesql")
+    roots = [c.token for r in reader.read(None, start, start + WINDOW) for c in r.child_partitions]
+
+    def data_records(token: str) -> int:
+        return sum(isinstance(r, DataChangeRecord) for r in reader.read(token, start, start + WINDOW))
+
+    return max(roots, key=data_records)
+
+
+def test_a_server_gone_mid_read_ends_the_read_retryably_within_its_budget_without_spinning(
+    simulator, wait_for
+):
+    # given an open-ended read of a partition (none splits) from its own server, records arriving
+    server = start_server(dataclasses.replace(simulator.config, split_every=3600, merge_every=3600))
+    start = datetime.now(UTC) - timedelta(seconds=5)
+    reader = ChangeStreamReader(
+        connect("p", "i", "demo-db", emulator_host=server.emulator_host), "Changes", "googlesql", 1_000,
+        unavailable_s=4.0,
+    )  # fmt: skip
+    (root, *_) = [c.token for r in reader.read(None, start, start) for c in r.child_partitions]
+    read = _ReadInThread(reader, root, start, None)
+    wait_for("records to arrive", lambda: len(read.records) > 5)
+    # when the server goes away for good
+    server.stop(grace=0)
+    gone = time.monotonic()
+    # then the read ends with a retryable UNAVAILABLE once its budget is spent, not at once
+    # and not never (the client alone restarts the query for ever, a core busy all along)
+    wait_for("the read to end", read.done, timeout=30)
+    assert isinstance(read.error, RetryableSpannerError), read.error
+    assert read.error.code == "UNAVAILABLE"
+    assert 4.0 - 2.0 <= time.monotonic() - gone <= 20.0  # its last pause (<= 2 s) would pass 4 s
+    # and waiting cost the thread next to no CPU (it backs off between attempts)
+    assert read.cpu_s < 2.0, f"{read.cpu_s:.1f} CPU-s while the server was away"
+
+
+def test_a_server_back_within_the_budget_is_read_on_and_loses_nothing(simulator, wait_for):
+    # given a busy partition's window read from a server that sends one record each 2 ms,
+    # and the same window read from a server that stays up
+    start = _window_start()
+    config = dataclasses.replace(simulator.config, batch_rows=1, faults=(Fault("slow", 2.0),))
+    server = start_server(config, "127.0.0.1", 0)
+    token = _busy_root(simulator, start)
+    clean = list(_reader(simulator.emulator_host, "demo-db", "googlesql").read(token, start, start + WINDOW))
+    reader = _reader(server.emulator_host, "demo-db", "googlesql")  # the default budget
+    read = _ReadInThread(reader, token, start, start + WINDOW)
+    wait_for("records to arrive", lambda: len(read.records) > 3)
+    # when the server goes away mid-read and comes back on its port two seconds later
+    port = server.port
+    server.stop(grace=0)
+    stopped = time.monotonic()
+    wait_for("two seconds", lambda: time.monotonic() - stopped >= 2.0)
+    back = start_server(config, "127.0.0.1", port)
+    try:
+        # then the read goes on where it was, and every record arrives once
+        wait_for("the read to end", read.done, timeout=60)
+    finally:
+        back.stop(grace=0)
+    assert read.error is None, read.error
+    assert read.records == clean
