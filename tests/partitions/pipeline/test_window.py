@@ -39,8 +39,15 @@ def running_stream(simulator, start, heartbeat_ms=1000, window=5) -> Stream:
 
 
 def live_partition(simulator, stream, at) -> Partition:
-    """Return a SCHEDULED partition of the simulator that is live at `at`."""
-    token = simulator.topology.live_at(int(at.timestamp() * 1e6))[0].token
+    """Return a SCHEDULED partition of the simulator live at `at`, the one that lives on longest.
+
+    (The first one live at `at` sometimes ended within a second, in a split or merge, and a
+    window read of it ended there.)
+    """
+    at_us = int(at.timestamp() * 1e6)
+    simulator.topology.ensure(at_us + 60_000_000)  # it grows as queried: each end is known
+    live = simulator.topology.live_at(at_us)
+    token = max(live, key=lambda p: p.end_us or float("inf")).token
     return Partition.objects.create(stream=stream, token=token, state=P.SCHEDULED, start_at=at, watermark=at)
 
 
