@@ -117,7 +117,7 @@ class ChangeStreamReader:
         self.dialect = dialect
         self.heartbeat_ms = heartbeat_ms
         self.timeout = timeout
-        self.unavailable_s = unavailable_s  # how long a query waits for an unavailable server
+        self._retry = unavailable_retry(unavailable_s)  # how long a query waits for an unavailable server
         self._googlesql = GoogleSqlDecoder()
 
     def read(
@@ -135,7 +135,7 @@ class ChangeStreamReader:
                     param_types=query.param_types,
                     lazy_decode=True,
                     timeout=timeout,
-                    retry=unavailable_retry(self.unavailable_s),
+                    retry=self._retry,
                 )
                 checked = query.dialect != GOOGLESQL
                 for row in rows:

@@ -27,6 +27,8 @@ from .errors import source_error
 from .query import ONE_US, Cursor, TableSpec, page_query
 from .records import RowLayout, to_utc
 
+RETRY = unavailable_retry()  # a page waits for an unavailable server about a lease, then fails
+
 # Rows per query. Each page is one round trip; a page holds its decoded rows in memory
 # at once (about 1 KB each), so 1,000 rows cost about 1 MB and a few ms of latency.
 PAGE_SIZE = 1_000
@@ -120,7 +122,7 @@ class PollRead:
             param_types=query.param_types,
             timeout=self._timeout,
             lazy_decode=True,
-            retry=unavailable_retry(),
+            retry=RETRY,
         )
         layout = None
         for row in rows:

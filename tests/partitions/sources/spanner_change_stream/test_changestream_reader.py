@@ -138,12 +138,15 @@ def test_a_server_gone_mid_read_ends_the_read_retryably_within_its_budget_withou
         connect("p", "i", "demo-db", emulator_host=server.emulator_host), "Changes", "googlesql", 1_000,
         unavailable_s=4.0,
     )  # fmt: skip
-    (root, *_) = [c.token for r in reader.read(None, start, start) for c in r.child_partitions]
-    read = _ReadInThread(reader, root, start, None)
-    wait_for("records to arrive", lambda: len(read.records) > 5)
-    # when the server goes away for good
-    server.stop(grace=0)
-    gone = time.monotonic()
+    try:
+        (root, *_) = [c.token for r in reader.read(None, start, start) for c in r.child_partitions]
+        read = _ReadInThread(reader, root, start, None)
+        wait_for("records to arrive", lambda: len(read.records) > 5)
+    finally:
+        # when the server goes away for good (timed from before the stop: the calls break
+        # as it begins, and the budget runs from the first attempt after that)
+        gone = time.monotonic()
+        server.stop(grace=0)
     # then the read ends with a retryable UNAVAILABLE once its budget is spent, not at once
     # and not never (the client alone restarts the query for ever, a core busy all along)
     wait_for("the read to end", read.done, timeout=30)
@@ -159,15 +162,17 @@ def test_a_server_back_within_the_budget_is_read_on_and_loses_nothing(simulator,
     # and the same window read from a server that stays up
     start = _window_start()
     config = dataclasses.replace(simulator.config, batch_rows=1, faults=(Fault("slow", 2.0),))
-    server = start_server(config, "127.0.0.1", 0)
     token = _busy_root(simulator, start)
     clean = list(_reader(simulator.emulator_host, "demo-db", "googlesql").read(token, start, start + WINDOW))
-    reader = _reader(server.emulator_host, "demo-db", "googlesql")  # the default budget
-    read = _ReadInThread(reader, token, start, start + WINDOW)
-    wait_for("records to arrive", lambda: len(read.records) > 3)
-    # when the server goes away mid-read and comes back on its port two seconds later
-    port = server.port
-    server.stop(grace=0)
+    server = start_server(config, "127.0.0.1", 0)
+    try:
+        reader = _reader(server.emulator_host, "demo-db", "googlesql")  # the default budget
+        read = _ReadInThread(reader, token, start, start + WINDOW)
+        wait_for("records to arrive", lambda: len(read.records) > 3)
+    finally:
+        # when the server goes away mid-read and comes back on its port two seconds later
+        port = server.port
+        server.stop(grace=0)
     stopped = time.monotonic()
     wait_for("two seconds", lambda: time.monotonic() - stopped >= 2.0)
     back = start_server(config, "127.0.0.1", port)
