@@ -11,8 +11,14 @@ from __future__ import annotations
 import grpc
 from google.api_core import exceptions as api_exceptions
 
-# Transient by nature: the same call may succeed later.
-RETRYABLE_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED"})
+# Transient by nature: the same call may succeed later. CANCELLED among them: cdcweb ends
+# its own calls by closing them, which raises nothing, so a CANCELLED it sees was not its
+# own: a call that reached a gRPC server as it began to shut down is cancelled, not broken
+# UNAVAILABLE (tests/partitions/simulator/core/test_grpc_simulator.py), and a stream
+# failed for good by a server's restart would wait for an operator for nothing.
+RETRYABLE_CODES = frozenset(
+    {"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "CANCELLED"}
+)
 
 # api_core exceptions raised from HTTP paths carry only an HTTP code.
 HTTP_STATUS = {

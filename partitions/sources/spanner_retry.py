@@ -21,13 +21,14 @@ UNAVAILABLE_BUDGET_S = 60.0
 
 
 def unavailable_retry(budget_s: float = UNAVAILABLE_BUDGET_S) -> Retry:
-    """Return the retry for opening a query: after UNAVAILABLE, again and again for budget_s.
+    """Return the retry for opening a query: after UNAVAILABLE (or CANCELLED), again and again for budget_s.
 
     api_core draws each pause at random up to 0.25, 0.5, 1, then 2 s, and gives up when
     the next pause would pass the budget: so within the budget's last 2 s, never sooner.
     """
     return Retry(
-        predicate=if_exception_type(exceptions.ServiceUnavailable),
+        # CANCELLED too: a restart that reached a server as it began to shut down is cancelled
+        predicate=if_exception_type(exceptions.ServiceUnavailable, exceptions.Cancelled),
         initial=0.25,
         multiplier=2.0,
         maximum=2.0,

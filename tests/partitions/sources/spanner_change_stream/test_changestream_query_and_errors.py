@@ -99,6 +99,7 @@ class _RpcError(grpc.RpcError):
         (_RpcError(grpc.StatusCode.UNAVAILABLE), RetryableSpannerError, "UNAVAILABLE"),
         (_RpcError(grpc.StatusCode.INVALID_ARGUMENT), PermanentSpannerError, "INVALID_ARGUMENT"),
         (ConnectionResetError("reset"), RetryableSpannerError, "UNAVAILABLE"),
+        (api.Cancelled("the server shut down"), RetryableSpannerError, "CANCELLED"),
         (ValueError("odd"), PermanentSpannerError, "UNKNOWN"),
     ],
 )  # fmt: skip
