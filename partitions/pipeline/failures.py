@@ -104,10 +104,35 @@ def fail_retryably(stream: Stream, partition: Partition | None, error: Exception
     return delay
 
 
+def passed_on(partition: Partition, owner: str) -> bool:
+    """Return whether the lease is no longer `owner`'s: another reader took it, or a read is queued.
+
+    A read in a process that stood still past its lease (SIGSTOP, a frozen VM) fails when
+    it wakes (its connection's keepalive timed out meanwhile: DEADLINE_EXCEEDED), while
+    another reader reads the partition on. Such a failure is of a read nobody counts on:
+    recorded, it showed on a stream that reads fine, counted toward FAILED, and a permanent
+    one would stop the stream. A lease that expired with nobody taking it is still ours.
+    """
+    return not Partition.objects.filter(pk=partition.pk, lease_owner=owner).exists()
+
+
+def _log_passed_on(stream: Stream, partition: Partition, error: Exception) -> None:
+    log.warning(
+        "reading %s of %s failed after its lease passed to another read, not counted: %s",
+        partition.token, stream.name, error,
+    )  # fmt: skip
+
+
 def handle_read_error(
     stream: Stream, partition: Partition, owner: str, error: Exception, queue: Queue
 ) -> None:
-    """Record a failed window and either queue its retry after a backoff or stop the stream."""
+    """Record a failed window and either queue its retry after a backoff or stop the stream.
+
+    The failure of a read whose lease passed on meanwhile is logged only (``passed_on``).
+    """
+    if passed_on(partition, owner):
+        _log_passed_on(stream, partition, error)
+        return
     log.warning("reading %s of %s failed: %s", partition.token, stream.name, error)
     if not is_retryable(error):
         leases.release(partition.pk, owner)
@@ -133,6 +158,10 @@ def handle_unexpected_error(
 
     It counts toward FAILED like a retryable source error: a landing zone that stays
     unwritable, or a bug that every retry meets, must show on the stream, not only in
-    a worker's log while the stream looks RUNNING.
+    a worker's log while the stream looks RUNNING. The failure of a read whose lease
+    passed on meanwhile is logged only, as in ``handle_read_error``.
     """
+    if passed_on(partition, owner):
+        _log_passed_on(stream, partition, error)
+        return
     _retry_later(stream, partition, owner, fail_retryably(stream, partition, error), queue)

@@ -138,6 +138,27 @@ def test_permanent_error_stops_the_stream_with_the_reason(started_stream, queued
     assert queued.reads == []
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        RetryableSpannerError("Stream removed", code="DEADLINE_EXCEEDED"),
+        PermanentSpannerError("?", code="UNKNOWN"),
+    ],
+)
+def test_a_read_that_fails_after_its_lease_passed_on_changes_nothing(started_stream, queued, error):
+    # given a partition that reader r2 took over while r1's read stood still (its process stopped)
+    p = part(started_stream, "a", lease_owner="r2")
+    # when r1's read wakes and fails (its connection's keepalive timed out meanwhile)
+    failures.handle_read_error(started_stream, p, "r1", error, queued)
+    failures.handle_unexpected_error(started_stream, p, "r1", OSError("disk"), queued)
+    # then the stream shows no error, counts none and stays RUNNING; r2 reads on
+    started_stream.refresh_from_db()
+    assert (started_stream.state, started_stream.consecutive_failures) == (S.RUNNING, 0)
+    assert not StreamError.objects.filter(stream=started_stream).exists()
+    assert Partition.objects.get(pk=p.pk).lease_owner == "r2"
+    assert queued.reads == []
+
+
 def test_lag_samples_fold_into_coarser_tiers(started_stream):
     now = T0 + timedelta(days=8)
     part(started_stream, "a")
