@@ -70,7 +70,8 @@ class GrpcSimulator:
 
         Even at grace 0, the open calls get a moment (BREAK_CALLS_S) to end UNAVAILABLE, as
         a server that goes away breaks them, before gRPC cancels what is left: a client sees
-        CANCELLED then, which no server going away sends, and a reader takes it as permanent.
+        CANCELLED then, and a test of an outage would read a retryable error where the
+        client should have resumed the query.
         gRPC's shutdown begins before the open calls are told to end: a client restarts a
         broken query at once, and a call that reached the server as its shutdown began was
         cancelled (3 in 100 stops when the calls were told first; none in 300 this way).
