@@ -342,6 +342,9 @@ CDC_CHECKPOINT_SECONDS = env_float("CDC_CHECKPOINT_SECONDS", 2.0)
 # A live read (partitions/pipeline/live.py) lands and stores a record within this long of
 # receiving it, whatever the interval above: a checkpoint waits at most this for records.
 CDC_CHECKPOINT_DATA_SECONDS = env_float("CDC_CHECKPOINT_DATA_SECONDS", 0.5)
+# A partition more than two windows behind reads up to this many windows in one query
+# (partitions.pipeline.window.window_end); 1 reads a backlog window by window.
+CDC_CATCH_UP_WINDOWS = env_int("CDC_CATCH_UP_WINDOWS", 10)
 CDC_MAX_CONSECUTIVE_FAILURES = env_int("CDC_MAX_CONSECUTIVE_FAILURES", 3)
 CDC_RETRY_BACKOFF_MAX = env_int("CDC_RETRY_BACKOFF_MAX", 60)
 CDC_STALL_HEARTBEATS = env_int("CDC_STALL_HEARTBEATS", 6)

@@ -15,6 +15,7 @@ and its source says how long to wait before the next poll.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -51,22 +52,43 @@ class Outcome:
     delay: float = 0.0
 
 
-def window_end(partition: Partition, stream: Stream) -> datetime | None:
-    """Return where the partition's next read ends: its window's end, or the stream's end for a poll."""
+def window_end(partition: Partition, stream: Stream, db_now: datetime | None = None) -> datetime | None:
+    """Return where the partition's next read ends: its window's end, or the stream's end for a poll.
+
+    With `db_now` (the database's clock), a partition more than two windows behind it reads
+    up to CDC_CATCH_UP_WINDOWS windows in one query, ending a window short of now: each
+    window otherwise costs a query, a task's hand-over and a checkpoint of its own, which
+    in a backlog of few records cost more than reading them (docs/benchmarks.md, issue 22:
+    the demo's 30-minute backlog). The live edge is still read window by window.
+    """
     if not readers.read_kind(stream).windows:
         return stream.end_at
-    end = partition.watermark + timedelta(seconds=stream.window_seconds)
+    span = timedelta(seconds=stream.window_seconds)
+    end = partition.watermark + span
+    if db_now is not None:
+        end = max(end, min(partition.watermark + span * settings.CDC_CATCH_UP_WINDOWS, db_now - span))
     return min(end, stream.end_at) if stream.end_at else end
 
 
-def query_timeout(end: datetime | None) -> float:
-    """Return a read's deadline: until its end (a poll: now), plus one lease.
+def db_now_of(partition: Partition) -> datetime | None:
+    """Return the database's clock as of the partition's lease (taken or renewed: one lease from then)."""
+    if partition.lease_expires_at is None:
+        return None
+    return partition.lease_expires_at - timedelta(seconds=settings.CDC_LEASE_SECONDS)
+
+
+def query_timeout(start: datetime, end: datetime | None, window_seconds: int = 0) -> float:
+    """Return a read's deadline: until its end (a poll: now), plus one lease per window it spans.
 
     A query that hangs past that would have lost its lease anyway; ending it with
-    DEADLINE_EXCEEDED (retryable) lets the failure count and the backoff see it.
+    DEADLINE_EXCEEDED (retryable) lets the failure count and the backoff see it. A
+    catch-up read of several windows has a lease for each: it has that much more to read.
     """
     until_end = (end - timezone.now()).total_seconds() if end is not None else 0.0
-    return max(0.0, until_end) + settings.CDC_LEASE_SECONDS
+    windows = 1
+    if end is not None and window_seconds:
+        windows = max(1, math.ceil((end - start).total_seconds() / window_seconds))
+    return max(0.0, until_end) + settings.CDC_LEASE_SECONDS * windows
 
 
 # The share of a checkpoint interval by which a heartbeat may come early and still be stored.
@@ -158,10 +180,11 @@ def read_window(
 ) -> Outcome:
     """Read, land and checkpoint one window of the partition (`stop`, an Event, ends it early)."""
     source = readers.source_for(stream)
-    end = window_end(partition, stream)
+    end = window_end(partition, stream, db_now_of(partition))
+    timeout = query_timeout(partition.watermark, end, stream.window_seconds)
     # Read even when watermark == end: both bounds are inclusive, and a child that starts
     # exactly at the stream's end still owns the records committed there.
-    read = source.read(readers.state_of(partition), end, readers.options(stream, query_timeout(end)))
+    read = source.read(readers.state_of(partition), end, readers.options(stream, timeout))
     segment = landing.Segment(
         settings.CDC_LANDING_URI, stream.pk, partition.token, landing.attempt_name(owner)
     )

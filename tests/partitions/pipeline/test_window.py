@@ -243,3 +243,56 @@ def test_a_source_stopped_mid_window_and_back_after_its_end_loses_nothing(
     }
     assert truth
     assert landed == truth
+
+
+@pytest.mark.parametrize("catch_up", [1, 10])
+def test_a_partition_far_behind_reads_several_windows_in_one_query(simulator, settings, queued, catch_up):
+    # given a partition ten minutes back that lives on for a minute, windows of 5 s
+    settings.CDC_CATCH_UP_WINDOWS = catch_up
+    start = (timezone.now() - timedelta(minutes=10)).replace(microsecond=0)
+    stream = running_stream(simulator, start)
+    partition = lasting_partition(simulator, stream, start, start + timedelta(minutes=1))
+    before = len(simulator.queries(partition.token))
+    # when its read task runs
+    assert services.read_next_window(partition, queued) == "continued"
+    # then one query read `catch_up` windows, and the watermark stands at their end
+    (query,) = simulator.queries(partition.token)[before:]
+    assert query.end - query.start == timedelta(seconds=5 * catch_up)
+    partition.refresh_from_db()
+    assert partition.watermark == start + timedelta(seconds=5 * catch_up)
+
+
+def test_window_end_reads_the_live_edge_window_by_window():
+    # given windows of 60 s and up to 10 of them in a catch-up read
+    stream = make_stream("ends", window_seconds=60)
+    now = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+    def end(behind_s: float, end_at=None):
+        stream.end_at = end_at
+        partition = Partition(
+            stream=stream, token="t", start_at=now, watermark=now - timedelta(seconds=behind_s)
+        )
+        return window.window_end(partition, stream, now) - partition.watermark
+
+    # then a partition at most two windows behind reads one window
+    assert end(0) == end(90) == end(120) == timedelta(seconds=60)
+    # one further behind reads up to a window short of now, at most ten windows
+    assert end(150) == timedelta(seconds=90)
+    assert end(400) == timedelta(seconds=340)
+    assert end(3600) == timedelta(seconds=600)
+    # never past the stream's end
+    assert end(3600, end_at=now - timedelta(seconds=3400)) == timedelta(seconds=200)
+    # and without the database's clock, one window
+    partition = Partition(stream=stream, token="t", start_at=now, watermark=now - timedelta(hours=1))
+    stream.end_at = None
+    assert window.window_end(partition, stream) == partition.watermark + timedelta(seconds=60)
+
+
+def test_a_catch_up_read_has_a_lease_of_time_per_window(settings):
+    settings.CDC_LEASE_SECONDS = 60
+    start = timezone.now() - timedelta(hours=1)
+    assert window.query_timeout(start, start + timedelta(seconds=60), 60) == pytest.approx(60)
+    assert window.query_timeout(start, start + timedelta(seconds=600), 60) == pytest.approx(600)
+    assert window.query_timeout(start, start + timedelta(seconds=90), 60) == pytest.approx(120)
+    live_end = timezone.now() + timedelta(seconds=30)
+    assert window.query_timeout(live_end - timedelta(seconds=60), live_end, 60) == pytest.approx(90, abs=1)
