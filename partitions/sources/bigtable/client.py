@@ -16,9 +16,17 @@ from google.cloud.bigtable_v2 import BigtableClient
 from google.cloud.bigtable_v2.services.bigtable.transports.grpc import BigtableGrpcTransport
 
 EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
-# The transport's own defaults for real Bigtable: change stream messages carry cell
-# values, which may exceed gRPC's 4 MiB default limit.
-_CHANNEL_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+# The transport's own defaults for real Bigtable (change stream messages carry cell
+# values, which may exceed gRPC's 4 MiB default limit), and gRPC's single-threaded
+# server streams: ReadChangeStream sends one message per change, and by default each
+# passes from gRPC's channel thread to the reading thread, two GIL hand-overs that cost
+# a switch interval each in a busy reader (the demo's Bigtable backlog, read beside two
+# change streams, moved at some 15 changes a second per partition: docs/benchmarks.md).
+_CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", -1),
+    ("grpc.max_receive_message_length", -1),
+    ("SingleThreadedUnaryStream", 1),
+]
 
 _clients: dict[str | None, BigtableClient] = {}
 _lock = threading.Lock()
@@ -43,7 +51,9 @@ def data_client(host: str | None = None) -> BigtableClient:
 def _new_client(host: str | None) -> BigtableClient:
     """Return a new client: insecure and anonymous for an emulator host, else real Bigtable."""
     if host is None:
-        return BigtableClient()
+        # The transport's own channel factory (credentials from the environment), with our options.
+        channel = BigtableGrpcTransport.create_channel(options=_CHANNEL_OPTIONS)
+        return BigtableClient(transport=BigtableGrpcTransport(channel=channel))
     channel = grpc.insecure_channel(host, options=_CHANNEL_OPTIONS)
     return BigtableClient(transport=BigtableGrpcTransport(host=host, channel=channel))
 
