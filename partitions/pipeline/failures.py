@@ -104,23 +104,21 @@ def fail_retryably(stream: Stream, partition: Partition | None, error: Exception
     return delay
 
 
-def passed_on(partition: Partition, owner: str) -> bool:
-    """Return whether the lease is no longer `owner`'s: another reader took it, or a read is queued.
+def _passed_on(stream: Stream, partition: Partition, owner: str, error: Exception) -> bool:
+    """Return whether the read's lease passed on meanwhile; if so, log its failure, which nobody counts on.
 
     A read in a process that stood still past its lease (SIGSTOP, a frozen VM) fails when
     it wakes (its connection's keepalive timed out meanwhile: DEADLINE_EXCEEDED), while
-    another reader reads the partition on. Such a failure is of a read nobody counts on:
-    recorded, it showed on a stream that reads fine, counted toward FAILED, and a permanent
-    one would stop the stream. A lease that expired with nobody taking it is still ours.
+    another reader reads the partition on. Recorded, such a failure showed on a stream that
+    reads fine, counted toward FAILED, and a permanent one would stop the stream.
     """
-    return not Partition.objects.filter(pk=partition.pk, lease_owner=owner).exists()
-
-
-def _log_passed_on(stream: Stream, partition: Partition, error: Exception) -> None:
+    if not leases.passed_on(partition.pk, owner):
+        return False
     log.warning(
         "reading %s of %s failed after its lease passed to another read, not counted: %s",
         partition.token, stream.name, error,
     )  # fmt: skip
+    return True
 
 
 def handle_read_error(
@@ -128,10 +126,9 @@ def handle_read_error(
 ) -> None:
     """Record a failed window and either queue its retry after a backoff or stop the stream.
 
-    The failure of a read whose lease passed on meanwhile is logged only (``passed_on``).
+    The failure of a read whose lease passed on meanwhile is logged only (``_passed_on``).
     """
-    if passed_on(partition, owner):
-        _log_passed_on(stream, partition, error)
+    if _passed_on(stream, partition, owner, error):
         return
     log.warning("reading %s of %s failed: %s", partition.token, stream.name, error)
     if not is_retryable(error):
@@ -161,7 +158,6 @@ def handle_unexpected_error(
     a worker's log while the stream looks RUNNING. The failure of a read whose lease
     passed on meanwhile is logged only, as in ``handle_read_error``.
     """
-    if passed_on(partition, owner):
-        _log_passed_on(stream, partition, error)
+    if _passed_on(stream, partition, owner, error):
         return
     _retry_later(stream, partition, owner, fail_retryably(stream, partition, error), queue)

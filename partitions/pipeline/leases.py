@@ -107,6 +107,14 @@ def release(partition_id: int, owner: str | None = None) -> bool:
     return bool(rows.update(lease_owner="", lease_expires_at=None))
 
 
+def passed_on(partition_id: int, owner: str) -> bool:
+    """Return whether the lease is no longer `owner`'s: another reader took it, or a read is queued.
+
+    A lease that expired with nobody taking it is still ours.
+    """
+    return not Partition.objects.filter(pk=partition_id, lease_owner=owner).exists()
+
+
 def live(stream: Stream):
     """Return the stream's partitions held by a reader or awaiting a queued read."""
     return Partition.objects.filter(stream=stream, lease_expires_at__gt=Now())
@@ -116,6 +124,13 @@ def database_now(partition_id: int):
     """Return the database's current time (read with the partition's row: one query)."""
     rows = Partition.objects.filter(pk=partition_id).annotate(now=Now()).values_list("now", flat=True)
     return rows.order_by().first()
+
+
+def db_now_of(partition: Partition) -> datetime | None:
+    """Return the database's clock when the partition's lease was taken or last renewed."""
+    if partition.lease_expires_at is None:
+        return None
+    return partition.lease_expires_at - lease_delta()
 
 
 class Keeper:

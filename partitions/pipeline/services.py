@@ -19,8 +19,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
-
 from partitions.models import Partition
 from partitions.sources.base import SourceError
 from streams.models import Stream
@@ -95,8 +93,7 @@ def at_live_edge(partition: Partition, stream: Stream) -> bool:
         return False  # the read below fails and records why
     if end is None or not readers.read_kind(stream).windows:
         return True
-    db_now = partition.lease_expires_at - timedelta(seconds=settings.CDC_LEASE_SECONDS)
-    return end > db_now - timedelta(seconds=stream.window_seconds)
+    return end > leases.db_now_of(partition) - timedelta(seconds=stream.window_seconds)
 
 
 def _continue_or_stop(stream: Stream, outcome: Outcome, owner: str, queue: Queue) -> str:

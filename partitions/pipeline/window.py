@@ -70,14 +70,14 @@ def window_end(partition: Partition, stream: Stream, db_now: datetime | None = N
     return min(end, stream.end_at) if stream.end_at else end
 
 
-def db_now_of(partition: Partition) -> datetime | None:
-    """Return the database's clock as of the partition's lease (taken or renewed: one lease from then)."""
-    if partition.lease_expires_at is None:
-        return None
-    return partition.lease_expires_at - timedelta(seconds=settings.CDC_LEASE_SECONDS)
+def windows_spanned(partition: Partition, stream: Stream, end: datetime | None) -> int:
+    """Return how many windows a read from the partition's watermark to `end` spans (a poll: one)."""
+    if end is None or not readers.read_kind(stream).windows:
+        return 1
+    return max(1, math.ceil((end - partition.watermark).total_seconds() / stream.window_seconds))
 
 
-def query_timeout(start: datetime, end: datetime | None, window_seconds: int = 0) -> float:
+def query_timeout(end: datetime | None, windows: int = 1) -> float:
     """Return a read's deadline: until its end (a poll: now), plus one lease per window it spans.
 
     A query that hangs past that would have lost its lease anyway; ending it with
@@ -85,9 +85,6 @@ def query_timeout(start: datetime, end: datetime | None, window_seconds: int = 0
     catch-up read of several windows has a lease for each: it has that much more to read.
     """
     until_end = (end - timezone.now()).total_seconds() if end is not None else 0.0
-    windows = 1
-    if end is not None and window_seconds:
-        windows = max(1, math.ceil((end - start).total_seconds() / window_seconds))
     return max(0.0, until_end) + settings.CDC_LEASE_SECONDS * windows
 
 
@@ -180,8 +177,8 @@ def read_window(
 ) -> Outcome:
     """Read, land and checkpoint one window of the partition (`stop`, an Event, ends it early)."""
     source = readers.source_for(stream)
-    end = window_end(partition, stream, db_now_of(partition))
-    timeout = query_timeout(partition.watermark, end, stream.window_seconds)
+    end = window_end(partition, stream, leases.db_now_of(partition))
+    timeout = query_timeout(end, windows_spanned(partition, stream, end))
     # Read even when watermark == end: both bounds are inclusive, and a child that starts
     # exactly at the stream's end still owns the records committed there.
     read = source.read(readers.state_of(partition), end, readers.options(stream, timeout))

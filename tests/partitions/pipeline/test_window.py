@@ -290,9 +290,25 @@ def test_window_end_reads_the_live_edge_window_by_window():
 
 def test_a_catch_up_read_has_a_lease_of_time_per_window(settings):
     settings.CDC_LEASE_SECONDS = 60
+    stream = make_stream("spans", window_seconds=60)
     start = timezone.now() - timedelta(hours=1)
-    assert window.query_timeout(start, start + timedelta(seconds=60), 60) == pytest.approx(60)
-    assert window.query_timeout(start, start + timedelta(seconds=600), 60) == pytest.approx(600)
-    assert window.query_timeout(start, start + timedelta(seconds=90), 60) == pytest.approx(120)
+    partition = Partition(stream=stream, token="t", start_at=start, watermark=start)
+
+    def timeout(end):
+        return window.query_timeout(end, window.windows_spanned(partition, stream, end))
+
+    assert timeout(start + timedelta(seconds=60)) == pytest.approx(60)
+    assert timeout(start + timedelta(seconds=600)) == pytest.approx(600)
+    assert timeout(start + timedelta(seconds=90)) == pytest.approx(120)
     live_end = timezone.now() + timedelta(seconds=30)
-    assert window.query_timeout(live_end - timedelta(seconds=60), live_end, 60) == pytest.approx(90, abs=1)
+    partition.watermark = live_end - timedelta(seconds=60)
+    assert timeout(live_end) == pytest.approx(90, abs=1)
+
+
+def test_a_poll_has_one_lease_of_time_whatever_the_streams_end():
+    # given a table watched by commit timestamp, bounded by an end a day after its watermark
+    stream = make_stream("poll", source_kind="spanner_commit_timestamp", window_seconds=60)
+    start = timezone.now() - timedelta(days=2)
+    partition = Partition(stream=stream, token="t", start_at=start, watermark=start)
+    # then its read spans one window: a poll reads once, whatever its end
+    assert window.windows_spanned(partition, stream, start + timedelta(days=1)) == 1
