@@ -6,26 +6,81 @@ authentication (select_related, ~0.9 ms) and of ModelBackend's permissions (two
 queries, or one UNION at ~1.4 ms). The same reads as fixed SQL cost ~0.2 ms each.
 So an API request costs two queries to authenticate and authorize, whatever the
 user holds: the token with its user, and the user's permissions.
+
+Measured again (2026-11-27), those two queries were half the CPU of a cached answer.
+So both answers are also kept in the cache for CDC_API_AUTH_CACHE_SECONDS (1 s by
+default, 0 turns it off) under a generation, as streams/api/cache.py keeps answers:
+saving or deleting a token, a user, a group or a permission, or changing who is in a
+group or holds a permission, starts a new generation at once and again on commit. So
+within one process (or every process, with a shared cache: CACHE_URL) a revoked token
+is refused and a removed role denied on the next request; other processes on the
+default local-memory cache follow within the cache's seconds. A token's expiry is
+checked on every request, cached or not. Changes that bypass signals (a queryset's
+update(), raw SQL) are seen within the cache's seconds.
 """
 
 from __future__ import annotations
 
 import binascii
+import uuid
 from functools import cache
 
 import knox.auth
 from axes.backends import AxesStandaloneBackend
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection
+from django.core.cache import caches
+from django.db import connection, transaction
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from knox.crypto import hash_token
 from knox.models import AuthToken
 from rest_framework import exceptions
+
+from streams.api.cache import current_generation
+
+GENERATION_KEY = "auth:generation"
+
+
+def _remembered(key: str) -> tuple[object | None, str | None]:
+    """Return (the value kept under key if of the current generation, the generation); one cache read.
+
+    (None, None) when the cache is off. The caller keeps a value it reads from the
+    database under the generation returned here, read before it queried.
+    """
+    if settings.CDC_API_AUTH_CACHE_SECONDS <= 0:
+        return None, None
+    found = caches["default"].get_many([GENERATION_KEY, key])
+    generation = current_generation(found, GENERATION_KEY)
+    stored = found.get(key)
+    if stored is None or stored[0] != generation:
+        return None, generation
+    return stored[1], generation
+
+
+def _remember(key: str, generation: str | None, value) -> None:
+    """Keep value under key for CDC_API_AUTH_CACHE_SECONDS, as of generation (None: the cache is off)."""
+    if generation is not None:
+        caches["default"].set(key, (generation, value), timeout=settings.CDC_API_AUTH_CACHE_SECONDS)
+
+
+def _new_generation() -> None:
+    caches["default"].set(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
+
+
+def forget_credentials(**_signal) -> None:
+    """Drop every kept token and permission set, now and once the transaction commits (a signal receiver).
+
+    Now, for the writer's own next request even inside an outer transaction; on
+    commit, because a request that read in between still saw the old rows.
+    """
+    if settings.CDC_API_AUTH_CACHE_SECONDS > 0:
+        _new_generation()
+        transaction.on_commit(_new_generation)
 
 
 def _table(model) -> str:
@@ -68,14 +123,21 @@ class OneQueryModelBackend(ModelBackend):
         if not user_obj.is_active or user_obj.is_anonymous or obj is not None:
             return set()
         if not hasattr(user_obj, "_perm_cache"):
-            if user_obj.is_superuser:
-                rows = Permission.objects.values_list("content_type__app_label", "codename").order_by()
-            else:
-                with connection.cursor() as cursor:
-                    cursor.execute(_permissions_sql(), [user_obj.pk, user_obj.pk])
-                    rows = cursor.fetchall()
-            user_obj._perm_cache = {f"{app}.{codename}" for app, codename in rows}
+            key = f"auth:permissions:{user_obj.pk}"
+            perms, generation = _remembered(key)
+            if perms is None:
+                perms = frozenset(f"{app}.{codename}" for app, codename in self._permission_rows(user_obj))
+                _remember(key, generation, perms)
+            user_obj._perm_cache = set(perms)
         return user_obj._perm_cache
+
+    @staticmethod
+    def _permission_rows(user_obj) -> list[tuple[str, str]]:
+        if user_obj.is_superuser:
+            return list(Permission.objects.values_list("content_type__app_label", "codename").order_by())
+        with connection.cursor() as cursor:
+            cursor.execute(_permissions_sql(), [user_obj.pk, user_obj.pk])
+            return cursor.fetchall()
 
 
 @cache
@@ -114,20 +176,35 @@ class TokenAuthentication(knox.auth.TokenAuthentication):
             digest = hash_token(token.decode("ascii"))
         except (UnicodeDecodeError, binascii.Error, TypeError):
             raise exceptions.AuthenticationFailed("Invalid token.") from None
-        user = next(iter(get_user_model().objects.raw(_token_sql(), [digest])), None)
-        if user is None:
-            raise exceptions.AuthenticationFailed("Invalid token.")
-        expiry = _from_db("expiry", user.token_expiry)
+        user, token_key, created, expiry = self._credentials(digest)
         if expiry is not None and expiry <= timezone.now():
             AuthToken.objects.filter(digest=digest).delete()
             raise exceptions.AuthenticationFailed("Token expired.")
         if not user.is_active:
             raise exceptions.AuthenticationFailed("User inactive or deleted.")
         fields = ["digest", "token_key", "user_id", "created", "expiry"]
-        values = [digest, user.token_key, user.pk, _from_db("created", user.token_created), expiry]
+        values = [digest, token_key, user.pk, created, expiry]
         auth_token = AuthToken.from_db(connection.alias, fields, values)
         auth_token.user = user
         return user, auth_token
+
+    @staticmethod
+    def _credentials(digest: str) -> tuple:
+        """Return (user, token_key, created, expiry) of a token, kept or read in one query; 401 if unknown."""
+        user_model = get_user_model()
+        fields = [field.attname for field in user_model._meta.concrete_fields]
+        key = f"auth:token:{digest}"
+        kept, generation = _remembered(key)
+        if kept is not None:
+            values, token_key, created, expiry = kept
+            return user_model.from_db(connection.alias, fields, values), token_key, created, expiry
+        user = next(iter(user_model.objects.raw(_token_sql(), [digest])), None)
+        if user is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        created, expiry = _from_db("created", user.token_created), _from_db("expiry", user.token_expiry)
+        values = [getattr(user, field) for field in fields]
+        _remember(key, generation, (values, user.token_key, created, expiry))
+        return user, user.token_key, created, expiry
 
 
 class TokenScheme(OpenApiAuthenticationExtension):

@@ -290,6 +290,9 @@ REST_FRAMEWORK = {
 # Polled read-only API answers are served from the cache for this long (0 turns it off);
 # see streams/api/cache.py. Local memory per process unless CACHE_URL names a shared one.
 API_CACHE_SECONDS = env_float("CDC_API_CACHE_SECONDS", 1.0)
+# An API token's user and a user's permissions are kept this long (0 turns it off); see
+# cdcweb/auth.py: revocations and role changes through the ORM are seen at once.
+CDC_API_AUTH_CACHE_SECONDS = env_float("CDC_API_AUTH_CACHE_SECONDS", 1.0)
 # Answers larger than this are not cached (one entry must not crowd out the rest).
 CDC_API_CACHE_MAX_BYTES = env_int("CDC_API_CACHE_MAX_BYTES", 1_048_576)
 # Bounds of one lineage or lag answer; past them the API answers 400 "narrow the window".

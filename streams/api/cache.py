@@ -81,6 +81,18 @@ def key_for(request, view=None) -> str | None:
     return "api:answer:" + hashlib.sha256(url.encode()).hexdigest()
 
 
+def current_generation(found: dict, generation_key: str) -> str:
+    """Return the generation read into found (a get_many answer), starting the first one if none.
+
+    Two processes starting one at the same time agree: add() keeps the first.
+    """
+    generation = found.get(generation_key)
+    if generation is None:
+        _cache().add(generation_key, uuid.uuid4().hex, timeout=None)
+        generation = _cache().get(generation_key)
+    return generation
+
+
 def lookup(key: str) -> tuple[HttpResponse | None, str]:
     """Return (the stored answer if it is of the current generation, the generation); one cache read.
 
@@ -88,12 +100,8 @@ def lookup(key: str) -> tuple[HttpResponse | None, str]:
     before it queried: an answer computed while a stream changed is then never
     mistaken for one of the new generation.
     """
-    cache = _cache()
-    found = cache.get_many([GENERATION_KEY, key])
-    generation = found.get(GENERATION_KEY)
-    if generation is None:
-        cache.add(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
-        generation = cache.get(GENERATION_KEY)
+    found = _cache().get_many([GENERATION_KEY, key])
+    generation = current_generation(found, GENERATION_KEY)
     stored = found.get(key)
     if stored is None or stored[0] != generation:
         return None, generation
