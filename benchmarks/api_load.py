@@ -3,6 +3,7 @@
     flock /tmp/bench.lock .venv/bin/python benchmarks/api_load.py [--database-url URL]
         [--clients 50] [--seconds 30] [--workers 2] [--threads 2] [--port 8765]
         [--broker-url redis://127.0.0.1:6379/3] [--cache-url URL] [--cache-seconds 1] [--tps 20]
+        [--worker-connections N]
 
 1. The benchmark database (api_bench_db.py) holds bench-10k: 10,000 partitions and
    30 days of lag samples (PAUSED here, so that the workers leave its made-up
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -139,12 +141,27 @@ def live_status() -> str:
     return f"{data['state']}, {running} partitions RUNNING, lag {data['lag_seconds']:.1f} s"
 
 
+def worker_connections(args: argparse.Namespace) -> int:
+    """Return each gunicorn worker's connection limit: --worker-connections, else an even share.
+
+    Without a limit, the first worker to wake accepts most of wrk's connections, all
+    opened at once and kept alive: half the runs measured one process of two (~600
+    against ~1,250 requests/s on 2026-11-27). A share of clients/workers (plus the
+    threads, so that every held connection may stay alive) spreads them as a load
+    balancer in front would.
+    """
+    if args.worker_connections:
+        return args.worker_connections
+    return -(-args.clients // args.workers) + args.threads
+
+
 def start_gunicorn(procs: Processes, args: argparse.Namespace) -> None:
     """Start gunicorn serving cdcweb and wait until it answers /healthz."""
     import http.client
 
     procs.spawn("gunicorn", str(BIN / "gunicorn"), "cdcweb.wsgi", "-b", f"127.0.0.1:{args.port}",
                 "-w", str(args.workers), "-k", "gthread", "--threads", str(args.threads),
+                "--worker-connections", str(worker_connections(args)),
                 "--log-level", "warning")  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -174,19 +191,46 @@ def run_wrk(wrk: str, args, token: str, ids: list[int], seconds: float) -> dict:
     return result
 
 
+def connections_per_process(port: int) -> list[int]:
+    """Return how many established connections each process holds on port, largest first (ss)."""
+    out = subprocess.run(["ss", "-Htnp", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, text=True, check=False).stdout  # fmt: skip
+    counts: dict[str, int] = {}
+    for pid in re.findall(r"pid=(\d+)", out):
+        counts[pid] = counts.get(pid, 0) + 1
+    return sorted(counts.values(), reverse=True)
+
+
 def generate_load(args, token: str, ids: list[int], seconds: float) -> tuple[str, dict]:
-    """Run wrk if installed, else the Python clients; return (which, result)."""
-    wrk = shutil.which("wrk")
-    if wrk:
-        return "wrk (benchmarks/api_load.lua, 2 threads)", run_wrk(wrk, args, token, ids, seconds)
-    return "Python threads (wrk not found)", run_python_clients(args.port, args.clients, token, ids, seconds)
+    """Run wrk if installed, else the Python clients; return (which, result), with the connections' split.
+
+    The split is read halfway through: the clients' kept-alive connections stay with the
+    gunicorn worker that accepted them, so it tells whether every worker served.
+    """
+    split: list[list[int]] = []
+    timer = threading.Timer(seconds / 2, lambda: split.append(connections_per_process(args.port)))
+    timer.start()
+    try:
+        wrk = shutil.which("wrk")
+        if wrk:
+            which = "wrk (benchmarks/api_load.lua, 2 threads)"
+            result = run_wrk(wrk, args, token, ids, seconds)
+        else:
+            which = "Python threads (wrk not found)"
+            result = run_python_clients(args.port, args.clients, token, ids, seconds)
+    finally:
+        timer.cancel()
+    result["split"] = split[0] if split else []
+    return which, result
 
 
 def report(which: str, args, result: dict, records: int, status: str, loads: tuple) -> None:
     """Print what the run measured."""
     cache = f"{args.cache_url or 'local memory'}, {args.cache_seconds:g} s"
     print(f"load generator: {which}; {args.clients} connections for {result['seconds']:.1f} s")
-    print(f"gunicorn: {args.workers} gthread workers x {args.threads} threads; API cache: {cache}")
+    print(f"gunicorn: {args.workers} gthread workers x {args.threads} threads, at most "
+          f"{worker_connections(args)} connections each; API cache: {cache}")  # fmt: skip
+    print(f"connections per gunicorn worker (halfway): {' / '.join(map(str, result['split'])) or 'not read'}")
     print(f"requests {result['requests']:.0f} = {result['requests'] / result['seconds']:.1f} req/s")
     print(f"latency ms: p50 {result['p50']:.1f}  p90 {result['p90']:.1f}  p99 {result['p99']:.1f}  "
           f"max {result['max']:.1f}")  # fmt: skip
@@ -208,6 +252,8 @@ def parse_args() -> argparse.Namespace:
     # Measured on 2 cores: 2 x 2 beat 2 x 3/4/8, 1 x 16 and 3 x 2 (fewer threads fight over each GIL).
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--port", type=int, default=8765)
+    limit = "gunicorn's connections per worker (default clients/workers + threads; gunicorn's own: 1000)"
+    parser.add_argument("--worker-connections", type=int, default=0, help=limit)
     parser.add_argument("--rebuild", action="store_true", help="rebuild the benchmark streams first")
     parser.add_argument("--tps", type=float, default=20, help="simulator transactions per second")
     parser.add_argument("--readers", type=int, default=4, help="worker processes reading partitions")

@@ -13,3 +13,7 @@ application = get_wsgi_application()
 from .security import refuse_development_key  # noqa: E402 - needs the settings configured above
 
 refuse_development_key()
+
+from .gc_freeze import freeze_start_up  # noqa: E402
+
+freeze_start_up()
