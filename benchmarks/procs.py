@@ -104,20 +104,27 @@ class Deployment:
 
         grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{self.port}")).result(timeout=timeout)
 
-    def procfile(self, read_threads: int | None = None, log_level: str = "INFO") -> subprocess.Popen:
-        """Start the Procfile's reader, housekeeping worker and beat; return the reader.
+    def procfile(
+        self, read_threads: int | None = None, log_level: str = "INFO", readers: int = 1
+    ) -> subprocess.Popen:
+        """Start the Procfile's reader, housekeeping worker and beat; return the (first) reader.
 
         The reader's pool is CDC_READ_THREADS threads (the Procfile's default, 32) unless given.
+        readers > 1 starts that many reader processes (reader, reader2, ...), as a host would
+        run the Procfile's reader line more than once; self.readers lists them all.
         """
         threads = read_threads or int(os.environ.get("CDC_READ_THREADS", "32"))
-        reader = None
-        for name, queues, size in (("reader", "urgent,celery", threads), ("housekeeping", "housekeeping", 4)):
+        names = ["reader"] + [f"reader{i}" for i in range(2, readers + 1)]
+        workers = [(name, "urgent,celery", threads) for name in names] + [("housekeeping", "housekeeping", 4)]
+        self.readers = []
+        for name, queues, size in workers:
             proc = self.procs.spawn(name, CELERY, "-A", "cdcweb", "worker", "-l", log_level, "-Q", queues,
                                     "--pool", "threads", "-c", str(size), "-n", f"{name}@%h")  # fmt: skip
-            reader = reader or proc
+            if name.startswith("reader"):
+                self.readers.append(proc)
         self.procs.spawn("beat", CELERY, "-A", "cdcweb", "beat", "-l", "WARNING", "-s",
                          str(self.var / "celerybeat-schedule"))  # fmt: skip
-        return reader
+        return self.readers[0]
 
     def setup_django(self) -> None:
         """Set up Django in this process against the deployment's database."""

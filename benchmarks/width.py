@@ -15,7 +15,7 @@ Goal (issue 22): 2,000 live partitions on one 2-core host, every stream's lag p9
 over 10 minutes, RSS <= 2 GiB, with no setting raised to the partition count.
 
 Run: .venv/bin/python benchmarks/width.py --partitions 100 500 2000 [--per-stream 100]
-     [--minutes 10] [--warmup 2] [--plot docs/width.html]
+     [--minutes 10] [--warmup 2] [--readers 1] [--plot docs/width.html]
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--minutes", type=float, default=10.0, help="minutes measured after the warm-up")
     parser.add_argument("--warmup", type=float, default=2.0, help="minutes to reach the live edge first")
     parser.add_argument("--records-per-minute", type=float, default=3.0, help="per partition")
+    parser.add_argument("--readers", type=int, default=1, help="reader processes (RSS: their sum)")
     parser.add_argument("--plot", default="", help="write a Plotly page of lag and RSS here")
     parser.add_argument("--profile", default="", help="py-spy record the reader into this SVG")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child: one size, JSON out
@@ -76,7 +77,7 @@ class Host(Deployment):
             timeout=120,
         )  # fmt: skip
         self.manage("migrate", "--no-input")
-        self.reader = self.procfile()
+        self.reader = self.procfile(readers=self.args.readers)
         # Every stream through the CLI's own command, in one process (one start-up, not 2 x S):
         # all created first, then all started, each from one minute before the first start.
         start = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
@@ -90,12 +91,15 @@ class Host(Deployment):
         self.manage("shell", "-c", script)
 
     def rss(self) -> int:
-        """Return the reader's resident memory, children included (bytes)."""
-        try:
-            leader = psutil.Process(self.reader.pid)
-            return sum(p.memory_info().rss for p in [leader, *leader.children(recursive=True)])
-        except psutil.NoSuchProcess:
-            return 0
+        """Return the readers' resident memory, children included (bytes)."""
+        total = 0
+        for reader in self.readers:
+            try:
+                leader = psutil.Process(reader.pid)
+                total += sum(p.memory_info().rss for p in [leader, *leader.children(recursive=True)])
+            except psutil.NoSuchProcess:
+                pass
+        return total
 
     def stop(self) -> None:
         self.procs.stop(timeout=30)
@@ -231,7 +235,8 @@ def main() -> None:
     for r in rows:
         print(f"  {r['partitions']:>5} partitions ({r['streams']} streams): worst stream lag p99 "
               f"{r['worst_p99']:.1f} s (median stream {r['median_p99']:.1f} s, worst max "
-              f"{r['worst_max']:.1f} s), reader peak RSS {r['peak_rss_mib']:,.0f} MiB")  # fmt: skip
+              f"{r['worst_max']:.1f} s), reader peak RSS {r['peak_rss_mib']:,.0f} MiB "
+              f"({args.readers} reader process{'es' if args.readers > 1 else ''})")  # fmt: skip
     print(json.dumps(rows))
     if args.plot:
         plot(rows, args.plot)
