@@ -57,7 +57,11 @@ def transaction_counts(records: DataFrame) -> DataFrame:
     """
     tx = F.xxhash64("server_transaction_id")
     groups = F.array(_group_hash("minute", MINUTE_GROUP), _group_hash("partition", PARTITION_GROUP))
-    pairs = records.select(F.explode(groups).alias("_group"), tx.alias("_tx")).distinct()
+    # Shuffled before any dedupe: a task's pairs are mostly distinct (a transaction's
+    # records are spread over the record files), so a map-side distinct held millions
+    # of keys for little gain; this step took 17-20 s at 10M mods that way, 12 s so.
+    pairs = records.select(F.explode(groups).alias("_group"), tx.alias("_tx"))
+    pairs = pairs.repartition("_group", "_tx").distinct()
     return pairs.groupBy("_group").agg(F.count(F.lit(1)).alias("transactions"))
 
 
