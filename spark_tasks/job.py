@@ -207,6 +207,10 @@ def _run(spark: SparkSession, args: argparse.Namespace, began: float, work: str)
     progress(3, total, began, "transactions")
     rollup = build_record_rollup(records).persist()
     summary = {"settings": settings(args), "totals": totals(rollup, transactions), "tables": {}}
+    # Every shuffle from here on carries a few thousand rows at most (the latency
+    # aggregates' partial sketches, the tables' sorts): one partition each, so a sort
+    # needs no sampling job to find its ranges and a stage no scheduling of idle tasks.
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
     inputs = {"records": records, "rollup": rollup, "profile": profile}
     for done, (report, name, level, build) in enumerate(tables, start=4):
         if name == "cost":
