@@ -18,15 +18,15 @@ resident size went 1.1 -> 1.4-2.0 GiB with the input. The job's live data after 
 full collection is ~150-400 MB, so 640 MB, fixed, serves both sizes at the same speed
 and the driver's footprint no longer depends on the input (1,041 vs 1,120 MiB).
 
-The JVM loads and verifies ~10,000 of Spark's classes before the first line of the job
-runs (~6 s on the 2-core machine). An application class-data-sharing archive maps
+The JVM loads and verifies thousands of Spark's classes before the first line of the
+job runs (~6 s on the 2-core machine). An application class-data-sharing archive maps
 them ready-made instead (``class_data_sharing``): the first job on a machine writes it
 at exit (``-XX:ArchiveClassesAtExit``, Java 17's way; ``AutoCreateSharedArchive``
 came in 19) and later jobs map it (``-XX:SharedArchiveFile``). Its file name holds a
 hash of the Java runtime and Spark's jars, so a new JDK or Spark gets a new archive
-instead of a stale one, and a missing, half-written or rejected archive only means the
-JVM loads the classes itself (``-Xshare:auto``, the default). The JVM's warnings go to
-stderr: stdout carries only the job's lines.
+instead of a stale one, and a missing or refused archive only means the JVM loads the
+classes itself (``-Xshare:auto``, the default). The JVM's warnings go to stderr:
+stdout carries only the job's lines.
 """
 
 from __future__ import annotations
@@ -75,9 +75,11 @@ def class_data_sharing(cds_dir: Path) -> str:
     """Return the JVM option that maps this runtime's archive, or that writes it; "" to do neither.
 
     Only one job writes an archive: the first to create its claim file (another job
-    starting meanwhile runs without). The JVM writes the archive's header last, so a
-    job that finds one half-written is refused it by the JVM and loads its classes
-    as before. Nothing here may fail the job: an unwritable directory means no archive.
+    starting meanwhile runs without). The JVM validates an archive's header before
+    mapping it and, under ``-Xshare:auto``, runs without one it refuses (a test runs a
+    job over a garbage archive; one caught while the writing JVM is still dumping it
+    was not tested). Nothing here may fail the job: an unwritable directory means no
+    archive.
     """
     try:
         archive = cds_dir / f"spark-{runtime_key()}.jsa"
