@@ -26,7 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from partitions.sources.landing import stream_dir  # noqa: E402
-from spark_tasks.submit import DRIVER_JAVA_OPTIONS, DRIVER_MEMORY, SUBMIT_ENV, submit_options  # noqa: E402
+from spark_tasks.submit import (  # noqa: E402
+    CDS_DIR,
+    DRIVER_JAVA_OPTIONS,
+    DRIVER_MEMORY,
+    SUBMIT_ENV,
+    submit_options,
+)
 
 BENCH = ROOT / "var" / "bench"
 STREAM, STREAM_ID = "bench", 1  # make_landing.py lands it under stream_id=1
@@ -123,7 +129,8 @@ def run_spark(landing: Path, mods: int, args: argparse.Namespace) -> dict:
     }
     cmd = [
         str(Path(sys.executable).with_name("spark-submit")), "--master", args.master,
-        *submit_options(args.driver_memory, args.driver_java_options), "spark_tasks/main.py",
+        *submit_options(args.driver_memory, args.driver_java_options, None if args.no_cds else CDS_DIR),
+        "spark_tasks/main.py",
         "--input", str(landing),
         "--output", str(out), "--stream-id", str(STREAM_ID), "--stream-name", STREAM,
         "--lineage", str(landing / f"lineage-{STREAM}.json"),
@@ -203,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--driver-memory", default=DRIVER_MEMORY)
     p.add_argument("--driver-java-options", default=DRIVER_JAVA_OPTIONS, help="'' for the JVM's defaults")
     p.add_argument("--no-pandas", action="store_true")
+    p.add_argument("--no-cds", action="store_true", help="no class-data-sharing archive (var/cds/)")
     p.add_argument("--pandas-worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.pandas_worker:

@@ -14,13 +14,11 @@ from dataclasses import asdict, dataclass, fields
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_tasks.landing import to_records
+from spark_tasks.rollup import RECORD_FIXED_BYTES, build_record_rollup
 
 LIST_PRICE = "list price, verify for your contract"
 NODE_HOUR_USD = {"standard": 0.90, "enterprise": 1.23, "enterprise-plus": 1.71}
 GIB = 1 << 30
-# Bytes a change record carries beside its mods: commit timestamp, two counts, flags.
-RECORD_FIXED_BYTES = 8 + 8 + 8 + 1
 
 
 @dataclass(frozen=True)
@@ -85,23 +83,19 @@ def assumptions(prices: PriceModel, measured_overhead: dict[str, float] | None =
     return rows
 
 
-def _envelope() -> F.Column:
-    text = ("table_name", "server_transaction_id", "record_sequence", "transaction_tag")
-    return sum((F.length(c) for c in text), F.lit(RECORD_FIXED_BYTES))
-
-
 def _per_table_day(df: DataFrame) -> DataFrame:
+    """Return the record roll-up's cells added up per stream, table and day (a minute's day)."""
     return (
-        to_records(df)
-        .withColumn("day", F.to_date("commit_timestamp"))
+        build_record_rollup(df)
+        .withColumn("day", F.to_date("minute"))
         .groupBy("stream_name", "table_name", "day")
         .agg(
-            F.count(F.lit(1)).alias("records"),
+            F.sum("records").alias("records"),
             F.sum("mods").alias("mods"),
             F.sum("bytes").alias("bytes"),
-            F.sum(_envelope()).alias("envelope_bytes"),
-            F.min("commit_timestamp").alias("first_commit"),
-            F.max("commit_timestamp").alias("last_commit"),
+            F.sum("envelope_bytes").alias("envelope_bytes"),
+            F.min("first_commit").alias("first_commit"),
+            F.max("last_commit").alias("last_commit"),
         )
     )
 

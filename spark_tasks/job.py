@@ -3,16 +3,19 @@
 Steps: list the input files; dedupe the mods and roll them up into change records in
 one shuffle of the report columns (the JSON values are never read) and write the
 records as Parquet to a work directory; roll the records up into transactions and
-write those too; then build, collect and write each table from the narrowest level
-it needs (records, transactions, or the small per-partition activity held in
-memory), then ``summary.json``; the work directory is deleted at the end.
+those into the transaction profile (how many transactions share a tag, shape and
+flags); sum the records once into the record roll-up (per table, minute and
+partition); then build, collect and write each table from the narrowest level it
+needs (the roll-up, the profile, or the records themselves for the latency
+percentiles), then ``summary.json``; the work directory is deleted at the end.
 
-Materialising the two big intermediate levels on disk, rather than in Spark's
-in-memory cache, is what keeps the driver's memory flat as the input grows: at 10M
-mods the cached records outgrew the heap's storage share, were evicted and spilled,
-and the JVM grew to its cap. Each report reads back only the columns it uses from
-Parquet, which costs less than scanning a cached row store. Only small result tables
-are collected into Python.
+Materialising the records on disk, rather than in Spark's in-memory cache, is what
+keeps the driver's memory flat as the input grows: at 10M mods the cached records
+outgrew the heap's storage share, were evicted and spilled, and the JVM grew to its
+cap. The roll-up and the profile are a few thousand rows each and are cached: the
+tables built from them are small queries, where one query per table over the records
+was a scan each and new generated code for the JIT to compile each (issue 22). Only
+small result tables are collected into Python.
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ from spark_tasks.cost import assumptions, build_cost
 from spark_tasks.landing import dedupe, list_input_files, read_mods, stream_dirs, to_records
 from spark_tasks.latency import build_latency_by_minute, build_latency_by_table
 from spark_tasks.output import collect_table, write_json, write_table
+from spark_tasks.rollup import build_record_rollup
 from spark_tasks.session import build_session, shuffle_partitions
 from spark_tasks.throughput import build_busiest_partitions, build_partition_activity, build_throughput
 from spark_tasks.transactions import (
+    build_transaction_profile,
     build_transaction_shape,
     build_transaction_summary,
     build_transaction_tags,
-    build_transactions,
 )
 
 Builder = Callable[[DataFrame], DataFrame]
@@ -52,19 +56,20 @@ def progress(done: int, total: int, began: float, step: str) -> None:
 def select_tables(args: argparse.Namespace, lineage: DataFrame | None) -> list[tuple[str, str, str, Builder]]:
     """Return (report, table name, input level, builder) for the reports ``args.report`` selects.
 
-    The level names the narrowest input the builder needs: ``records``,
-    ``transactions`` or ``activity`` (each builder also accepts deduplicated mods).
+    The level names the narrowest input the builder needs: ``rollup`` (the records
+    summed per table, minute and partition), ``profile`` (the transactions counted per
+    tag, shape and flags) or ``records`` (each builder also accepts deduplicated mods).
     """
     tables = [
-        ("throughput", "throughput", "records", build_throughput),
-        ("throughput", "busiest_partitions", "activity", lambda m: build_busiest_partitions(m, args.top)),
+        ("throughput", "throughput", "rollup", build_throughput),
+        ("throughput", "busiest_partitions", "rollup", lambda m: build_busiest_partitions(m, args.top)),
         ("latency", "latency_by_minute", "records", build_latency_by_minute),
         ("latency", "latency_by_table", "records", build_latency_by_table),
-        ("transactions", "transaction_summary", "transactions", build_transaction_summary),
-        ("transactions", "transaction_shape", "transactions", build_transaction_shape),
-        ("transactions", "transaction_tags", "transactions", lambda m: build_transaction_tags(m, args.top)),
-        ("churn", "partition_activity", "activity", build_partition_activity),
-        ("cost", "cost", "records", lambda m: build_cost(m, args.prices)),
+        ("transactions", "transaction_summary", "profile", build_transaction_summary),
+        ("transactions", "transaction_shape", "profile", build_transaction_shape),
+        ("transactions", "transaction_tags", "profile", lambda m: build_transaction_tags(m, args.top)),
+        ("churn", "partition_activity", "rollup", build_partition_activity),
+        ("cost", "cost", "rollup", lambda m: build_cost(m, args.prices)),
     ]
     if lineage is not None:
         tables.insert(-1, ("churn", "churn_by_hour", "records", lambda _: build_churn_by_hour(lineage)))
@@ -86,30 +91,35 @@ def load_lineage(spark: SparkSession, args: argparse.Namespace) -> DataFrame | N
     return lineage
 
 
-def totals(records: DataFrame, transactions: DataFrame) -> dict:
+def transaction_count(profile: DataFrame) -> int:
+    """Return how many transactions the transaction profile counts."""
+    return profile.agg(F.coalesce(F.sum("transactions"), F.lit(0))).first()[0]
+
+
+def totals(rollup: DataFrame, transactions: int) -> dict:
     """Return the deduplicated totals and how many landed mods were duplicates.
 
-    One pass over the written records (their ``deliveries`` count every landed copy,
-    so the input is not scanned again) and a count of the written transactions. Users'
-    changes and the system's (Bigtable's garbage collection) are counted apart.
+    Added up from the record roll-up (its ``deliveries`` count every landed copy, so
+    the input is not scanned again). Users' changes and the system's (Bigtable's
+    garbage collection) are counted apart.
     """
-    system = F.col("is_system_transaction")
+    total = lambda c: F.coalesce(F.sum(c), F.lit(0)).alias(c)  # noqa: E731
     columns, rows = collect_table(
-        records.agg(
-            F.count(F.lit(1)).alias("records"),
-            F.coalesce(F.sum("mods"), F.lit(0)).alias("mods"),
-            F.coalesce(F.sum("bytes"), F.lit(0)).alias("bytes"),
-            F.min("commit_timestamp").alias("first_commit"),
-            F.max("commit_timestamp").alias("last_commit"),
+        rollup.agg(
+            total("records"),
+            total("mods"),
+            total("bytes"),
+            F.min("first_commit").alias("first_commit"),
+            F.max("last_commit").alias("last_commit"),
             F.coalesce(F.sum("deliveries"), F.lit(0)).alias("landed_mods"),
             # System changes apart from users' (Bigtable: garbage collection; Spanner: TTL).
-            F.coalesce(F.sum(F.when(system, 1).otherwise(0)), F.lit(0)).alias("system_records"),
-            F.coalesce(F.sum(F.when(system, F.col("mods")).otherwise(0)), F.lit(0)).alias("system_mods"),
+            total("system_records"),
+            total("system_mods"),
         )
     )
     result = dict(zip(columns, rows[0], strict=True))
     landed = result.pop("landed_mods")
-    result = {**dict(list(result.items())[:3]), "transactions": transactions.count(), **result}
+    result = {**dict(list(result.items())[:3]), "transactions": transactions, **result}
     result["landed_mods"] = landed
     result["duplicate_mods_removed"] = result["landed_mods"] - result["mods"]
     result["user_records"] = result["records"] - result["system_records"]
@@ -192,12 +202,16 @@ def _run(spark: SparkSession, args: argparse.Namespace, began: float, work: str)
     mods = read_mods(spark, files.paths, args.since, args.until, args.stream_name)
     records = materialise(to_records(dedupe(mods)), f"{work}/records")
     progress(2, total, began, "records")
-    transactions = materialise(build_transactions(records), f"{work}/transactions")
-    summary = {"settings": settings(args), "totals": totals(records, transactions), "tables": {}}
+    profile = build_transaction_profile(records).persist()
+    transactions = transaction_count(profile)
     progress(3, total, began, "transactions")
-    # The per-partition activity is small (a row per partition) and feeds two tables.
-    activity = build_partition_activity(records).persist()
-    inputs = {"records": records, "transactions": transactions, "activity": activity}
+    rollup = build_record_rollup(records).persist()
+    summary = {"settings": settings(args), "totals": totals(rollup, transactions), "tables": {}}
+    # Every shuffle from here on carries a few thousand rows at most (the latency
+    # aggregates' partial sketches, the tables' sorts): one partition each, so a sort
+    # needs no sampling job to find its ranges and a stage no scheduling of idle tasks.
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    inputs = {"records": records, "rollup": rollup, "profile": profile}
     for done, (report, name, level, build) in enumerate(tables, start=4):
         if name == "cost":
             rows, summary["assumptions"] = write_cost(args.output, build(inputs[level]), args)
@@ -205,7 +219,8 @@ def _run(spark: SparkSession, args: argparse.Namespace, began: float, work: str)
             rows = write_table(args.output, name, build(inputs[level]))
         summary["tables"][name] = {"report": report, "file": f"{name}.json", "rows": rows}
         progress(done, total, began, name)
-    activity.unpersist()
+    rollup.unpersist()
+    profile.unpersist()
     summary["input"] = {"files": len(files.paths), "bytes": files.bytes}
     summary["spark"] = {"version": pyspark.__version__, "master": spark.sparkContext.master,
                         "shuffle_partitions": partitions}  # fmt: skip

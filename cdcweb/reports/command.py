@@ -44,8 +44,12 @@ def spark_submit() -> str:
 
 
 def driver_options() -> list[str]:
-    """Return the driver JVM's options: the job's own sizing and tuning (spark_tasks/submit.py)."""
-    return submit_options(settings.CDC_SPARK_DRIVER_MEMORY)
+    """Return the driver JVM's options: the job's own sizing and tuning (spark_tasks/submit.py).
+
+    The JVM's class-data-sharing archive lives in CDC_VAR_DIR/cds, beside the rest of
+    the installation's state.
+    """
+    return submit_options(settings.CDC_SPARK_DRIVER_MEMORY, cds_dir=Path(settings.VAR_DIR) / "cds")
 
 
 def work_options(report) -> list[str]:

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from spark_tasks.submit import submit_options
+from spark_tasks.submit import CDS_DIR, runtime_key, submit_options
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
 
 
-def spark_submit(*args: str) -> subprocess.CompletedProcess:
+def spark_submit(*args: str, cds_dir: Path | None = CDS_DIR) -> subprocess.CompletedProcess:
     """Run spark_tasks/main.py with the project's interpreter on both sides (DESIGN §9)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env.pop("SPARK_MASTER", None)
-    options = submit_options(driver_memory="512m")
+    options = submit_options(driver_memory="512m", cds_dir=cds_dir)
     cmd = [str(SPARK_SUBMIT), "--master", "local[2]", *options, "spark_tasks/main.py", *args]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
 
@@ -52,6 +52,29 @@ def test_spark_submit_writes_every_table_and_deduplicated_totals(
     # and the intermediate records and transactions were written and then removed
     assert not (out / "_work").exists()
     assert [line.split()[-1] for line in lines[1:3]] == ["records", "transactions"]
+
+
+@pytest.mark.slow
+def test_a_missing_or_broken_class_archive_never_fails_the_job(landing, tmp_path):
+    # given no class-data-sharing archive yet
+    cds = tmp_path / "cds"
+    archive = cds / f"spark-{runtime_key()}.jsa"
+    report = ["--input", str(landing), "--stream-id", "1", "--report", "throughput"]
+    # when a job runs, then it succeeds and its JVM leaves the archive behind
+    first = spark_submit(*report, "--output", str(tmp_path / "first"), cds_dir=cds)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert archive.stat().st_size > 1 << 20
+    # and the next job maps it, with the same result and only the job's lines on stdout
+    second = spark_submit(*report, "--output", str(tmp_path / "second"), cds_dir=cds)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert all(line.startswith(("PROGRESS ", "DONE ")) for line in second.stdout.splitlines())
+    throughput = [json.loads((tmp_path / d / "throughput.json").read_text()) for d in ("first", "second")]
+    assert throughput[0] == throughput[1]
+    # and an archive that is garbage (half-written, or of another JVM) is refused, not fatal
+    archive.write_bytes(b"\0" * 4096)
+    third = spark_submit(*report, "--output", str(tmp_path / "third"), cds_dir=cds)
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert all(line.startswith(("PROGRESS ", "DONE ")) for line in third.stdout.splitlines())
 
 
 @pytest.mark.slow

@@ -107,6 +107,14 @@ def test_command_runs_main_with_the_range_the_master_and_the_price_model(new_str
     assert env["MALLOC_ARENA_MAX"] == "2"  # spark_tasks.submit.SUBMIT_ENV
 
 
+def test_the_jobs_class_archive_lives_in_the_var_dir(settings, tmp_path):
+    # given an installation whose state is in its own var directory
+    settings.VAR_DIR = tmp_path
+    # when a job's driver options are built, then its JVM writes (or maps) the archive there
+    java_options = command.driver_options()[-1]
+    assert f"-XX:ArchiveClassesAtExit={tmp_path / 'cds'}/spark-" in java_options
+
+
 def test_the_job_sees_no_secrets_of_ours_only_what_spark_needs(monkeypatch, settings):
     # given a worker whose environment holds secrets beside Spark's and Java's variables
     secrets = {
