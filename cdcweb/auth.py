@@ -22,7 +22,6 @@ update(), raw SQL) are seen within the cache's seconds.
 from __future__ import annotations
 
 import binascii
-import uuid
 from functools import cache
 
 import knox.auth
@@ -32,8 +31,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
-from django.core.cache import caches
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
@@ -41,46 +39,34 @@ from knox.crypto import hash_token
 from knox.models import AuthToken
 from rest_framework import exceptions
 
-from streams.api.cache import current_generation
+from streams.api.cache import Generations
 
-GENERATION_KEY = "auth:generation"
+CREDENTIALS = Generations("auth:generation")
 
 
 def _remembered(key: str) -> tuple[object | None, str | None]:
-    """Return (the value kept under key if of the current generation, the generation); one cache read.
-
-    (None, None) when the cache is off. The caller keeps a value it reads from the
-    database under the generation returned here, read before it queried.
-    """
+    """Return (the value kept under key if current, the generation); (None, None) when the cache is off."""
     if settings.CDC_API_AUTH_CACHE_SECONDS <= 0:
         return None, None
-    found = caches["default"].get_many([GENERATION_KEY, key])
-    generation = current_generation(found, GENERATION_KEY)
-    stored = found.get(key)
-    if stored is None or stored[0] != generation:
-        return None, generation
-    return stored[1], generation
+    return CREDENTIALS.lookup(key)
 
 
 def _remember(key: str, generation: str | None, value) -> None:
     """Keep value under key for CDC_API_AUTH_CACHE_SECONDS, as of generation (None: the cache is off)."""
     if generation is not None:
-        caches["default"].set(key, (generation, value), timeout=settings.CDC_API_AUTH_CACHE_SECONDS)
-
-
-def _new_generation() -> None:
-    caches["default"].set(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
+        CREDENTIALS.store(key, generation, value, settings.CDC_API_AUTH_CACHE_SECONDS)
 
 
 def forget_credentials(**_signal) -> None:
-    """Drop every kept token and permission set, now and once the transaction commits (a signal receiver).
-
-    Now, for the writer's own next request even inside an outer transaction; on
-    commit, because a request that read in between still saw the old rows.
-    """
+    """Drop every kept token and permission set, now and once the transaction commits (a signal receiver)."""
     if settings.CDC_API_AUTH_CACHE_SECONDS > 0:
-        _new_generation()
-        transaction.on_commit(_new_generation)
+        CREDENTIALS.invalidate_on_commit()
+
+
+@cache
+def _user_fields() -> list[str]:
+    """Return the attribute names of the user model's columns, in order (what a kept user holds)."""
+    return [field.attname for field in get_user_model()._meta.concrete_fields]
 
 
 def _table(model) -> str:
@@ -191,8 +177,7 @@ class TokenAuthentication(knox.auth.TokenAuthentication):
     @staticmethod
     def _credentials(digest: str) -> tuple:
         """Return (user, token_key, created, expiry) of a token, kept or read in one query; 401 if unknown."""
-        user_model = get_user_model()
-        fields = [field.attname for field in user_model._meta.concrete_fields]
+        user_model, fields = get_user_model(), _user_fields()
         key = f"auth:token:{digest}"
         kept, generation = _remembered(key)
         if kept is not None:

@@ -81,31 +81,58 @@ def key_for(request, view=None) -> str | None:
     return "api:answer:" + hashlib.sha256(url.encode()).hexdigest()
 
 
-def current_generation(found: dict, generation_key: str) -> str:
-    """Return the generation read into found (a get_many answer), starting the first one if none.
+class Generations:
+    """Values kept in Django's cache under a generation: starting a new generation drops them all.
 
-    Two processes starting one at the same time agree: add() keeps the first.
+    A reader looks a value up and, on a miss, keeps what it then reads under the
+    generation returned by the lookup, read before it queried: a value computed while
+    the data changed is never mistaken for one of the new generation. The API's answers
+    (below) and the API's credentials (cdcweb/auth.py) are kept this way.
     """
-    generation = found.get(generation_key)
-    if generation is None:
-        _cache().add(generation_key, uuid.uuid4().hex, timeout=None)
-        generation = _cache().get(generation_key)
-    return generation
+
+    def __init__(self, generation_key: str) -> None:
+        self.generation_key = generation_key
+
+    def lookup(self, key: str) -> tuple[object | None, str]:
+        """Return (the value kept under key if of the current generation, the generation); one cache read."""
+        cache = _cache()
+        found = cache.get_many([self.generation_key, key])
+        generation = found.get(self.generation_key)
+        if generation is None:  # the first: two processes starting one agree, add() keeps the first
+            cache.add(self.generation_key, uuid.uuid4().hex, timeout=None)
+            generation = cache.get(self.generation_key)
+        stored = found.get(key)
+        if stored is None or stored[0] != generation:
+            return None, generation
+        return stored[1], generation
+
+    def store(self, key: str, generation: str, value, seconds: float) -> None:
+        """Keep value under key for `seconds`, as of `generation` (the one its lookup returned)."""
+        _cache().set(key, (generation, value), timeout=seconds)
+
+    def invalidate(self) -> None:
+        """Start a new generation: every value kept before is ignored from now on."""
+        _cache().set(self.generation_key, uuid.uuid4().hex, timeout=None)
+
+    def invalidate_on_commit(self) -> None:
+        """Invalidate now and again once the transaction commits.
+
+        Now, for the writer's own next read even inside an outer transaction; on commit,
+        because a value computed in between still read the old rows.
+        """
+        self.invalidate()
+        transaction.on_commit(self.invalidate)
+
+
+ANSWERS = Generations(GENERATION_KEY)
 
 
 def lookup(key: str) -> tuple[HttpResponse | None, str]:
-    """Return (the stored answer if it is of the current generation, the generation); one cache read.
-
-    The caller stores its fresh answer under the generation returned here, read
-    before it queried: an answer computed while a stream changed is then never
-    mistaken for one of the new generation.
-    """
-    found = _cache().get_many([GENERATION_KEY, key])
-    generation = current_generation(found, GENERATION_KEY)
-    stored = found.get(key)
-    if stored is None or stored[0] != generation:
+    """Return (the stored answer if it is of the current generation, the generation); one cache read."""
+    stored, generation = ANSWERS.lookup(key)
+    if stored is None:
         return None, generation
-    _, status, content_type, content = stored
+    status, content_type, content = stored
     return HttpResponse(content, status=status, content_type=content_type), generation
 
 
@@ -113,24 +140,19 @@ def store(key: str, generation: str, response: Response) -> None:
     """Keep a rendered 200 answer for API_CACHE_SECONDS, unless it is larger than CDC_API_CACHE_MAX_BYTES."""
     if response.status_code != 200 or len(response.content) > settings.CDC_API_CACHE_MAX_BYTES:
         return
-    value = (generation, response.status_code, response["Content-Type"], response.content)
-    _cache().set(key, value, timeout=settings.API_CACHE_SECONDS)
+    value = (response.status_code, response["Content-Type"], response.content)
+    ANSWERS.store(key, generation, value, settings.API_CACHE_SECONDS)
 
 
 def invalidate() -> None:
-    """Start a new generation: every answer stored before is ignored from now on."""
-    _cache().set(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
+    """Start a new generation of answers: every answer stored before is ignored from now on."""
+    ANSWERS.invalidate()
 
 
 def invalidate_on_commit(**_signal) -> None:
-    """Invalidate now and again once the transaction commits (a receiver of Stream saves).
-
-    Now, for the writer's own next read even inside an outer transaction; on commit,
-    because an answer computed in between still read the old rows.
-    """
+    """Invalidate the answers now and again once the transaction commits (a receiver of Stream saves)."""
     if enabled():
-        invalidate()
-        transaction.on_commit(invalidate)
+        ANSWERS.invalidate_on_commit()
 
 
 # Striped, so memory stays bounded whatever URLs arrive; two URLs sharing a stripe
