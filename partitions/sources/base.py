@@ -19,11 +19,16 @@ record committed at or before ``watermark`` has been yielded, and ``cursor`` is 
 kind's resume state (JSON-able) for a later read to continue exactly after the last
 yielded item. The pipeline stores both, with the landed records, in one checkpoint;
 the next read of the partition gets them back in ``PartitionState``.
+
+A kind may also offer ``read_async`` (an ``AsyncPartitionRead``: the same items, through
+its client's asyncio API). The pipeline then follows its live partitions on one event
+loop per process, many at once (partitions/pipeline/live.py); a kind without it has a
+thread per live partition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -87,6 +92,18 @@ class PartitionRead(Protocol):
     def __iter__(self) -> Iterator[object]: ...
 
     def close(self) -> None:
+        """Stop the read early (cancel the query); safe to call twice."""
+
+
+class AsyncPartitionRead(Protocol):
+    """The same read on an event loop: ``async for`` it; ``await aclose()`` stops it early."""
+
+    watermark: datetime
+    cursor: dict[str, Any]
+
+    def __aiter__(self) -> AsyncIterator[object]: ...
+
+    async def aclose(self) -> None:
         """Stop the read early (cancel the query); safe to call twice."""
 
 

@@ -13,11 +13,15 @@ the resume token as before, and one that stays away ends the query with
 from __future__ import annotations
 
 from google.api_core import exceptions
-from google.api_core.retry import Retry, if_exception_type
+from google.api_core.retry import AsyncRetry, Retry, if_exception_type
 
 # About one lease (CDC_LEASE_SECONDS' default): a source back within it costs a read
 # nothing; one down for longer shows on the stream as a retryable error and its backoff.
 UNAVAILABLE_BUDGET_S = 60.0
+
+
+# CANCELLED too: a restart that reached a server as it began to shut down is cancelled.
+_RETRIED = if_exception_type(exceptions.ServiceUnavailable, exceptions.Cancelled)
 
 
 def unavailable_retry(budget_s: float = UNAVAILABLE_BUDGET_S) -> Retry:
@@ -26,11 +30,9 @@ def unavailable_retry(budget_s: float = UNAVAILABLE_BUDGET_S) -> Retry:
     api_core draws each pause at random up to 0.25, 0.5, 1, then 2 s, and gives up when
     the next pause would pass the budget: so within the budget's last 2 s, never sooner.
     """
-    return Retry(
-        # CANCELLED too: a restart that reached a server as it began to shut down is cancelled
-        predicate=if_exception_type(exceptions.ServiceUnavailable, exceptions.Cancelled),
-        initial=0.25,
-        multiplier=2.0,
-        maximum=2.0,
-        timeout=budget_s,
-    )
+    return Retry(predicate=_RETRIED, initial=0.25, multiplier=2.0, maximum=2.0, timeout=budget_s)
+
+
+def unavailable_retry_async(budget_s: float = UNAVAILABLE_BUDGET_S) -> AsyncRetry:
+    """Return the same retry for the asyncio client (a multiplexed live read's query)."""
+    return AsyncRetry(predicate=_RETRIED, initial=0.25, multiplier=2.0, maximum=2.0, timeout=budget_s)

@@ -11,13 +11,13 @@ record would lose the children the earlier ones named.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 
 from partitions.sources.base import PROGRESS, Ended, NewPartition, PartitionState
 
 from .errors import ChangeRecordError
-from .reader import ChangeStreamReader
+from .reader import AsyncChangeStreamReader, ChangeStreamReader
 from .records import ChildPartitionsRecord, DataChangeRecord, HeartbeatRecord
 
 
@@ -29,24 +29,30 @@ class ChangeStreamRead:
         self.watermark = partition.watermark
         self.cursor: dict = {}
         self._records = reader.read(partition.token, partition.watermark, end)
+        self._ends: list[ChildPartitionsRecord] = []
 
     def __iter__(self) -> Iterator[object]:
         """Yield data change records, PROGRESS per heartbeat, and Ended once the query ended it."""
-        ends: list[ChildPartitionsRecord] = []
         for record in self._records:
-            kind = type(record)
-            if kind is DataChangeRecord:
-                if record.commit_timestamp > self.watermark:
-                    self.watermark = record.commit_timestamp
-                yield record
-            elif kind is HeartbeatRecord:
-                if record.timestamp > self.watermark:
-                    self.watermark = record.timestamp
-                yield PROGRESS
-            else:
-                ends.append(record)
-        if ends:
-            yield self._ended(ends)
+            item = self._take(record)
+            if item is not None:
+                yield item
+        if self._ends:
+            yield self._ended(self._ends)
+
+    def _take(self, record) -> object | None:
+        """Return what a record yields (None: a child partitions record, kept for the end)."""
+        kind = type(record)
+        if kind is DataChangeRecord:
+            if record.commit_timestamp > self.watermark:
+                self.watermark = record.commit_timestamp
+            return record
+        if kind is HeartbeatRecord:
+            if record.timestamp > self.watermark:
+                self.watermark = record.timestamp
+            return PROGRESS
+        self._ends.append(record)
+        return None
 
     def _ended(self, records: list[ChildPartitionsRecord]) -> Ended:
         at = records[0].start_timestamp
@@ -66,3 +72,29 @@ class ChangeStreamRead:
     def close(self) -> None:
         """Cancel the query if it is still open (the generator's cleanup ends the call)."""
         self._records.close()
+
+
+class AsyncChangeStreamRead(ChangeStreamRead):
+    """The same read through the asyncio client: ``async for`` it, ``await aclose()`` it."""
+
+    def __init__(self, reader: AsyncChangeStreamReader, partition: PartitionState, end: datetime | None):
+        super().__init__(reader, partition, end)  # type: ignore[arg-type]
+
+    def __iter__(self):
+        raise TypeError("an asyncio read: use async for")
+
+    async def __aiter__(self) -> AsyncIterator[object]:
+        """Yield what ChangeStreamRead yields, in the same order."""
+        async for record in self._records:
+            item = self._take(record)
+            if item is not None:
+                yield item
+        if self._ends:
+            yield self._ended(self._ends)
+
+    def close(self) -> None:
+        raise TypeError("an asyncio read: use await aclose()")
+
+    async def aclose(self) -> None:
+        """Cancel the query if it is still open; safe to call twice."""
+        await self._records.aclose()

@@ -10,20 +10,21 @@ PermanentSpannerError (Spanner or the transport; the original is the ``__cause__
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 
 from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import spanner_v1
 from google.cloud.spanner_admin_database_v1 import DatabaseDialect
-from google.cloud.spanner_v1 import StructType, TypeCode
+from google.cloud.spanner_v1 import AsyncClient, StructType, TypeCode
 
 from partitions.sources.base import SourceError
 from partitions.sources.grpc_status import RETRYABLE_CODES, server_message, status_name
-from partitions.sources.spanner_retry import UNAVAILABLE_BUDGET_S, unavailable_retry
+from partitions.sources.spanner_retry import UNAVAILABLE_BUDGET_S, unavailable_retry, unavailable_retry_async
 
 from . import schema
 from .decode import GoogleSqlDecoder
@@ -89,6 +90,37 @@ def _new_client(project: str, host: str | None) -> spanner_v1.Client:
     )
 
 
+# The asyncio client's clients and Databases, per event loop (gRPC's asyncio channels belong
+# to the loop that made them): per (project, endpoint) and (project, instance, database, endpoint).
+_async_clients: dict[tuple, AsyncClient] = {}
+_async_databases: dict[tuple, object] = {}
+
+
+async def connect_async(project: str, instance: str, database: str, emulator_host: str | None = None):
+    """Return the asyncio client's Database (for a multiplexed live read), made once per event loop."""
+    host = emulator_host or os.environ.get("SPANNER_EMULATOR_HOST") or None
+    loop = asyncio.get_running_loop()
+    key = (loop, project, instance, database, host)
+    found = _async_databases.get(key)
+    if found is None:
+        client = _async_clients.get((loop, project, host))
+        if client is None:
+            client = _async_clients[(loop, project, host)] = _new_async_client(project, host)
+        found = _async_databases[key] = await client.instance(instance).database(database)
+    return found
+
+
+def _new_async_client(project: str, host: str | None) -> AsyncClient:
+    if host is None:
+        return AsyncClient(project=project, disable_builtin_metrics=True)
+    return AsyncClient(
+        project=project,
+        credentials=AnonymousCredentials(),
+        client_options={"api_endpoint": host},
+        disable_builtin_metrics=True,
+    )
+
+
 def detect_dialect(database: spanner_v1.database.Database) -> str:
     """Return "googlesql" or "postgresql" as the database reports its dialect."""
     try:
@@ -124,9 +156,7 @@ class ChangeStreamReader:
         self, partition_token: str | None, start: datetime, end: datetime | None
     ) -> Iterator[ChangeRecord]:
         """Yield the records of one partition (None: the initial query) from start to end."""
-        query = build_query(self.dialect, self.stream_name, start, end, partition_token, self.heartbeat_ms)
-        decode = self._googlesql.decode if query.dialect == GOOGLESQL else decode_postgresql_value
-        timeout = self.timeout if self.timeout is not None else query_timeout(query.start, query.end)
+        query, decode, timeout = self._query(partition_token, start, end)
         try:
             with self.database.snapshot() as snapshot:
                 rows = snapshot.execute_sql(
@@ -139,6 +169,52 @@ class ChangeStreamReader:
                 )
                 checked = query.dialect != GOOGLESQL
                 for row in rows:
+                    if not checked:
+                        check_googlesql_fields(rows.fields, partition_token)
+                        checked = True
+                    yield decode(row[0], partition_token)
+        except SourceError:
+            raise
+        except Exception as exc:
+            raise classify(exc) from exc
+
+    def _query(self, partition_token: str | None, start: datetime, end: datetime | None):
+        query = build_query(self.dialect, self.stream_name, start, end, partition_token, self.heartbeat_ms)
+        decode = self._googlesql.decode if query.dialect == GOOGLESQL else decode_postgresql_value
+        timeout = self.timeout if self.timeout is not None else query_timeout(query.start, query.end)
+        return query, decode, timeout
+
+
+class AsyncChangeStreamReader(ChangeStreamReader):
+    """The same reads through the official client's asyncio API: many partitions on one thread.
+
+    A live read mostly waits for a heartbeat. Read by a thread each, 2,000 partitions were
+    2,000 threads handing one interpreter lock over a thousand times a second, and the
+    process starved (docs/benchmarks.md, issue 22); on one event loop a heartbeat costs a
+    callback. ``database`` is the asyncio client's (connect_async).
+    """
+
+    def __init__(self, database, stream_name: str, dialect: str, heartbeat_ms: int, **kwargs):
+        super().__init__(database, stream_name, dialect, heartbeat_ms, **kwargs)
+        self._retry = unavailable_retry_async(kwargs.get("unavailable_s", UNAVAILABLE_BUDGET_S))
+
+    async def read(  # type: ignore[override]
+        self, partition_token: str | None, start: datetime, end: datetime | None
+    ) -> AsyncIterator[ChangeRecord]:
+        """Yield the records of one partition from start to end, as ChangeStreamReader.read does."""
+        query, decode, timeout = self._query(partition_token, start, end)
+        try:
+            async with self.database.snapshot() as snapshot:
+                rows = await snapshot.execute_sql(
+                    query.sql,
+                    params=query.params,
+                    param_types=query.param_types,
+                    lazy_decode=True,
+                    timeout=timeout,
+                    retry=self._retry,
+                )
+                checked = query.dialect != GOOGLESQL
+                async for row in rows:
                     if not checked:
                         check_googlesql_fields(rows.fields, partition_token)
                         checked = True

@@ -7,6 +7,7 @@ and is read only once every parent it names has finished (the seed's rule).
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from partitions.sources.base import NewPartition, PartitionState, ReadOptions
 
 from . import reader as client
 from .landing import build_table
-from .read import ChangeStreamRead
+from .read import AsyncChangeStreamRead, ChangeStreamRead
 from .records import ChildPartitionsRecord
 
 # The initial query returns the roots' child partitions records at its start at once; its
@@ -29,6 +30,9 @@ class ChangeStreamSource:
         self.database = database
         self.stream_name = settings["change_stream"]
         self._dialect = settings.get("dialect") or None
+        self._where = tuple(
+            settings.get(name) or None for name in ("project", "instance", "database", "emulator_host")
+        )
 
     @property
     def dialect(self) -> str:
@@ -54,6 +58,17 @@ class ChangeStreamSource:
     def read(self, partition: PartitionState, end: datetime | None, options: ReadOptions) -> ChangeStreamRead:
         """Return a read of the partition from its watermark to `end` (its window)."""
         return ChangeStreamRead(self._reader(options), partition, end)
+
+    async def read_async(
+        self, partition: PartitionState, end: datetime | None, options: ReadOptions
+    ) -> AsyncChangeStreamRead:
+        """Return the same read on the running event loop (the asyncio client's): a live read, multiplexed."""
+        database = await client.connect_async(*self._where)
+        dialect = self.dialect if self._dialect is not None else await asyncio.to_thread(lambda: self.dialect)
+        reader = client.AsyncChangeStreamReader(
+            database, self.stream_name, dialect, options.heartbeat_ms, timeout=options.timeout
+        )
+        return AsyncChangeStreamRead(reader, partition, end)
 
     def landing_table(self, stream_name: str, token: str, records: list, read_at: datetime):
         """Return the landing rows (one per mod) of data change records."""
