@@ -14,6 +14,7 @@ they read.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -55,6 +56,7 @@ class Ticket:
     stream: Stream | None = None  # the stream as stored now (state and settings)
     db_now: datetime | None = None
     error: BaseException | None = None
+    future: asyncio.Future | None = None  # an awaited ticket's (checkpoint_async), set on its loop
 
     def wait(self) -> Ticket:
         """Block until the writer stored (or refused) this checkpoint; re-raise its error.
@@ -79,14 +81,31 @@ class Writer:
 
     def checkpoint(self, partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Ticket:
         """Store the progress with the next batch; return its ticket once stored."""
-        ticket = Ticket(partition_id, owner, progress, keep_lease)
+        return self.submit(Ticket(partition_id, owner, progress, keep_lease)).wait()
+
+    async def checkpoint_async(
+        self, partition_id: int, owner: str, progress: Progress, keep_lease: bool
+    ) -> Ticket:
+        """Store the progress with the next batch, awaited on the running event loop (no thread waits)."""
+        stored: asyncio.Future[Ticket] = asyncio.get_running_loop().create_future()
+        self.submit(Ticket(partition_id, owner, progress, keep_lease, future=stored))
+        try:
+            ticket = await asyncio.wait_for(stored, 2 * settings.CDC_LEASE_SECONDS)
+        except TimeoutError:
+            raise TimeoutError(f"the checkpoint of partition {partition_id} was not stored in time") from None
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket
+
+    def submit(self, ticket: Ticket) -> Ticket:
+        """Hand the ticket to the writer (started if idle); return it at once."""
         with self._lock:
             self._waiting.append(ticket)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="checkpoint-writer", daemon=True)
                 self._thread.start()
             self._lock.notify()
-        return ticket.wait()
+        return ticket
 
     def _run(self) -> None:
         try:
@@ -130,8 +149,22 @@ class Writer:
                 for ticket in batch:
                     ticket.error = error
                 break
+        awaited: dict[asyncio.AbstractEventLoop, list[Ticket]] = {}
         for ticket in batch:
             ticket.done.set()
+            if ticket.future is not None:
+                awaited.setdefault(ticket.future.get_loop(), []).append(ticket)
+        # One wake-up per loop and batch: a call per ticket (a write to the loop's pipe
+        # each, the lock handed back after each) held 500 checkpoints for seconds.
+        for loop, tickets in awaited.items():
+            loop.call_soon_threadsafe(_resolve, tickets)
+
+
+def _resolve(tickets: list[Ticket]) -> None:
+    """On the tickets' loop: hand each awaited ticket back to its read."""
+    for ticket in tickets:
+        if not ticket.future.done():  # a read that timed out waiting has gone
+            ticket.future.set_result(ticket)
 
 
 def _update(rows: list[Partition]) -> None:

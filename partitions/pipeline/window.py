@@ -146,7 +146,19 @@ class Batched(InPlace):
 
     def save(self, partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Partition | None:
         """Store the checkpoint with the next batch; keep what it read back."""
-        ticket = batch.WRITER.checkpoint(partition_id, owner, progress, keep_lease)
+        return self._stored(batch.WRITER.checkpoint(partition_id, owner, progress, keep_lease))
+
+    async def save_async(
+        self, partition_id: int, owner: str, progress: Progress, keep_lease: bool
+    ) -> Partition | None:
+        """The same, awaited on an event loop (a multiplexed live read)."""
+        return self._stored(await batch.WRITER.checkpoint_async(partition_id, owner, progress, keep_lease))
+
+    def seed(self, stream: Stream, partition: Partition) -> None:
+        """Start from the stream and the database's clock as the lease was taken: no query until stored."""
+        self.stream, self._db_now, self._seen = stream, leases.db_now_of(partition), time.monotonic()
+
+    def _stored(self, ticket: batch.Ticket) -> Partition | None:
         self.stream, self._db_now, self._seen = ticket.stream, ticket.db_now, time.monotonic()
         return ticket.stored
 
@@ -176,23 +188,50 @@ def read_window(
     stream: Stream, partition: Partition, owner: str, store: InPlace | None = None, stop=None
 ) -> Outcome:
     """Read, land and checkpoint one window of the partition (`stop`, an Event, ends it early)."""
-    source = readers.source_for(stream)
-    end = window_end(partition, stream, leases.db_now_of(partition))
-    timeout = query_timeout(end, windows_spanned(partition, stream, end))
+    source, end, options = _plan(stream, partition)
     # Read even when watermark == end: both bounds are inclusive, and a child that starts
     # exactly at the stream's end still owns the records committed there.
-    read = source.read(readers.state_of(partition), end, readers.options(stream, timeout))
-    segment = landing.Segment(
-        settings.CDC_LANDING_URI, stream.pk, partition.token, landing.attempt_name(owner)
-    )
-    leases.KEEPER.hold(partition.pk, owner)
+    read = source.read(readers.state_of(partition), end, options)
+    window = _window(stream, source, partition, owner, read, end, store or InPlace(), stop)
     try:
-        window = Window(stream, source, partition, owner, read, segment, end, store or InPlace(), stop)
         stored, go_on = _read_all(window)
     finally:
         leases.KEEPER.drop(partition.pk, owner)
         read.close()
     return Outcome(stored, go_on, source.next_read_delay(read) if go_on else 0.0)
+
+
+async def read_window_async(
+    stream: Stream, partition: Partition, owner: str, store: Batched, stop, offload
+) -> Outcome:
+    """read_window on an event loop, through the source's read_async (live.py: a multiplexed live read).
+
+    `offload(fn, *args)` runs blocking work (landing a file) off the loop and is awaited.
+    """
+    source, end, options = _plan(stream, partition)
+    read = await source.read_async(readers.state_of(partition), end, options)
+    window = _window(stream, source, partition, owner, read, end, store, stop)
+    try:
+        stored, go_on = await _read_all_async(window, offload)
+    finally:
+        leases.KEEPER.drop(partition.pk, owner)
+        await read.aclose()
+    return Outcome(stored, go_on, source.next_read_delay(read) if go_on else 0.0)
+
+
+def _plan(stream: Stream, partition: Partition):
+    source = readers.source_for(stream)
+    end = window_end(partition, stream, leases.db_now_of(partition))
+    timeout = query_timeout(end, windows_spanned(partition, stream, end))
+    return source, end, readers.options(stream, timeout)
+
+
+def _window(stream, source, partition, owner, read, end, store, stop) -> Window:
+    segment = landing.Segment(
+        settings.CDC_LANDING_URI, stream.pk, partition.token, landing.attempt_name(owner)
+    )
+    leases.KEEPER.hold(partition.pk, owner)
+    return Window(stream, source, partition, owner, read, segment, end, store, stop)
 
 
 @dataclass
@@ -210,40 +249,82 @@ class Window:
     stop: object = None  # an Event: stop reading at the next item, checkpointed
 
 
-def _read_all(w: Window) -> tuple[Partition | None, bool]:
-    progress = Progress(start=w.partition.watermark, watermark=w.partition.watermark)
-    # Due a little before the next heartbeat is: one that comes a hair early still stores
-    # its watermark, rather than waiting a whole interval more (a lag of two heartbeats).
-    cadence = checkpoint_seconds(w.stream) * (1 - HEARTBEAT_SLACK)
-    last = time.monotonic()
-    due = last + cadence
-    quick = w.store.data_seconds
-    for item in w.read:
-        if leases.KEEPER.lost(w.partition.pk, w.owner):
-            return None, False  # the lease lapsed (this process stood still) and is someone else's
+class _Pace:
+    """What a window's read holds since its last checkpoint, and when the next checkpoint is due."""
+
+    def __init__(self, w: Window) -> None:
+        self.w = w
+        self.progress = Progress(start=w.partition.watermark, watermark=w.partition.watermark)
+        # Due a little before the next heartbeat is: one that comes a hair early still stores
+        # its watermark, rather than waiting a whole interval more (a lag of two heartbeats).
+        self.cadence = checkpoint_seconds(w.stream) * (1 - HEARTBEAT_SLACK)
+        self.last = time.monotonic()
+        self.due = self.last + self.cadence
+        self.quick = w.store.data_seconds
+        self.stopping = False
+
+    def lost(self) -> bool:
+        """Return whether the lease lapsed (this process stood still) and is someone else's."""
+        return leases.KEEPER.lost(self.w.partition.pk, self.w.owner)
+
+    def take(self, item) -> bool:
+        """Add one item of the read; return whether to checkpoint now."""
+        progress = self.progress
         if item is PROGRESS:
             progress.heartbeats += 1
         elif type(item) is Ended:
             progress.ended = item
         else:
-            if quick is not None and not progress.data:
+            if self.quick is not None and not progress.data:
                 # A record after a quiet spell is stored at once; more of them, at most
                 # every `quick` seconds (each checkpoint rewrites the segment's file).
-                due = min(due, max(time.monotonic(), last + quick))
+                self.due = min(self.due, max(time.monotonic(), self.last + self.quick))
             progress.data.append(item)
-        stopping = w.stop is not None and w.stop.is_set()
-        if progress.ended is None and (
-            stopping or time.monotonic() >= due or len(progress.data) >= MAX_PENDING_RECORDS
-        ):
-            stored = _flush(w, progress)
-            if stored is None or stopping or not w.store.reads_on(w.stream):
-                return stored, False  # lease lost, or asked to stop: leave mid-window
-            last = time.monotonic()
-            w.partition, progress, due = stored, progress.next(), last + cadence
-    _settle(w, progress)
-    if progress.finish_at is not None:
-        log_lease("end", w.partition.pk, w.owner)  # the checkpoint that finishes it gives it up
-    stored = _flush(w, progress)
+        self.stopping = self.w.stop is not None and self.w.stop.is_set()
+        return progress.ended is None and (
+            self.stopping or time.monotonic() >= self.due or len(progress.data) >= MAX_PENDING_RECORDS
+        )
+
+    def goes_on(self, stored: Partition | None) -> bool:
+        """After a checkpoint mid-window: return whether the read goes on (False: lease lost, or stopping)."""
+        if stored is None or self.stopping or not self.w.store.reads_on(self.w.stream):
+            return False
+        self.last = time.monotonic()
+        self.w.partition, self.progress, self.due = stored, self.progress.next(), self.last + self.cadence
+        return True
+
+    def settle(self) -> None:
+        """The read is over: set where it left the partition (_settle) before the last checkpoint."""
+        _settle(self.w, self.progress)
+        if self.progress.finish_at is not None:
+            log_lease("end", self.w.partition.pk, self.w.owner)  # the checkpoint that finishes it gives it up
+
+
+def _read_all(w: Window) -> tuple[Partition | None, bool]:
+    pace = _Pace(w)
+    for item in w.read:
+        if pace.lost():
+            return None, False
+        if pace.take(item):
+            stored = _flush(w, pace.progress)
+            if not pace.goes_on(stored):
+                return stored, False
+    pace.settle()
+    stored = _flush(w, pace.progress)
+    return stored, stored is not None and stored.state != P.FINISHED
+
+
+async def _read_all_async(w: Window, offload) -> tuple[Partition | None, bool]:
+    pace = _Pace(w)
+    async for item in w.read:
+        if pace.lost():
+            return None, False
+        if pace.take(item):
+            stored = await _flush_async(w, pace.progress, offload)
+            if not pace.goes_on(stored):
+                return stored, False
+    pace.settle()
+    stored = await _flush_async(w, pace.progress, offload)
     return stored, stored is not None and stored.state != P.FINISHED
 
 
@@ -266,6 +347,20 @@ def _settle(w: Window, progress: Progress) -> None:
 
 def _flush(w: Window, progress: Progress) -> Partition | None:
     """Land the progress's records durably, then checkpoint it; return the stored partition or None."""
+    read_at = _land(w, progress)
+    # The records are landed: a database error here retries the checkpoint alone.
+    return _stored(w, progress, read_at, w.store.save(w.partition.pk, w.owner, progress, keep_lease=True))
+
+
+async def _flush_async(w: Window, progress: Progress, offload) -> Partition | None:
+    """_flush on an event loop: the landing offloaded, the checkpoint awaited."""
+    read_at = await offload(_land, w, progress) if progress.data else _land(w, progress)
+    stored = await w.store.save_async(w.partition.pk, w.owner, progress, keep_lease=True)
+    return _stored(w, progress, read_at, stored)
+
+
+def _land(w: Window, progress: Progress) -> datetime:
+    """Land the progress's records (if any) durably in the read's segment; return when they were read."""
     progress.watermark = max(progress.watermark, w.read.watermark)
     progress.cursor = w.read.cursor
     read_at = timezone.now()
@@ -274,8 +369,10 @@ def _flush(w: Window, progress: Progress) -> Partition | None:
         w.segment.land(progress.start, table)
         progress.records, progress.mods = len(progress.data), table.num_rows
         progress.bytes = pc.sum(table["mod_bytes"]).as_py() or 0
-    # The records are landed: a database error here retries the checkpoint alone.
-    stored = w.store.save(w.partition.pk, w.owner, progress, keep_lease=True)
+    return read_at
+
+
+def _stored(w: Window, progress: Progress, read_at: datetime, stored: Partition | None) -> Partition | None:
     if stored is not None and progress.data:
         checkpoint_log.info(
             "CHECKPOINT partition=%s read_at=%.6f committed=%.6f records=%d",

@@ -191,6 +191,22 @@ def test_a_read_task_reads_one_window_and_queues_the_next(simulator, settings, q
     assert expected
 
 
+def lasting_start(simulator, around: datetime) -> datetime:
+    """Return the first start from `around` on (by 5 s) at which some partition lives for a minute more.
+
+    The simulator splits and merges on a schedule of its own: at some minutes every partition
+    live at `around` ended within the minute, and the test found none to read.
+    """
+    for step in range(60):
+        start = around + timedelta(seconds=5 * step)
+        end_us = int((start + timedelta(minutes=1)).timestamp() * 1e6)
+        simulator.topology.ensure(end_us)
+        live = simulator.topology.live_at(int(start.timestamp() * 1e6))
+        if any(p.end_us is None or p.end_us > end_us for p in live):
+            return start
+    raise AssertionError(f"no partition of the simulator lives a whole minute in the 5 minutes from {around}")
+
+
 def lasting_partition(simulator, stream, start, end) -> Partition:
     """Return a SCHEDULED partition live over all of [start, end], the one with most records in it."""
     simulator.topology.ensure(int(end.timestamp() * 1e6))
@@ -249,7 +265,7 @@ def test_a_source_stopped_mid_window_and_back_after_its_end_loses_nothing(
 def test_a_partition_far_behind_reads_several_windows_in_one_query(simulator, settings, queued, catch_up):
     # given a partition ten minutes back that lives on for a minute, windows of 5 s
     settings.CDC_CATCH_UP_WINDOWS = catch_up
-    start = (timezone.now() - timedelta(minutes=10)).replace(microsecond=0)
+    start = lasting_start(simulator, (timezone.now() - timedelta(minutes=10)).replace(microsecond=0))
     stream = running_stream(simulator, start)
     partition = lasting_partition(simulator, stream, start, start + timedelta(minutes=1))
     before = len(simulator.queries(partition.token))

@@ -1,0 +1,76 @@
+"""A change stream's live reads on the process's event loop (live.py), over real gRPC to the simulator."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from partitions.models import Partition
+from partitions.pipeline import services
+from partitions.pipeline.live import LiveReads
+from partitions.simulator.spanner.server import start_server
+from streams.models import Stream
+from streams.transitions import transition
+from tests.factories import make_stream
+
+P, S = Partition.State, Stream.State
+pytestmark = pytest.mark.django_db(transaction=True)  # the checkpoint writer stores on a thread of its own
+
+
+@pytest.fixture
+def steady(simulator):
+    """Yield a simulator whose partitions neither split nor merge while a test watches them."""
+    server = start_server(dataclasses.replace(simulator.config, split_every=3600, merge_every=3600))
+    try:
+        yield server
+    finally:
+        server.stop(grace=0)
+
+
+def test_live_partitions_share_the_loop_follow_the_edge_and_give_their_leases_back_on_stop(
+    steady, queued, wait_for
+):
+    # given a running stream with 1 s heartbeats and every partition live now, scheduled from 3 s back
+    start = timezone.now() - timedelta(seconds=3)
+    stream = make_stream(
+        "loop", database="demo-db", change_stream=steady.config.stream, dialect="googlesql", start_at=start,
+        heartbeat_ms=1000, window_seconds=5, emulator_host=steady.emulator_host,
+    )  # fmt: skip
+    transition(stream, S.STARTING, by="test")
+    transition(stream, S.RUNNING, by="test")
+    now_us = int(timezone.now().timestamp() * 1e6)
+    steady.topology.ensure(now_us + 10_000_000)
+    tokens = [p.token for p in steady.topology.live_at(now_us)]
+    fields = {"stream": stream, "state": P.SCHEDULED, "start_at": start, "watermark": start}
+    partitions = [Partition.objects.create(token=token, **fields) for token in tokens]
+    ids = [p.pk for p in partitions]
+    reads, before = LiveReads(), threading.active_count()
+
+    # when a read task takes each of them
+    outcomes = [services.read_next_window(p, queued, live=reads) for p in partitions]
+
+    # then each went on as a live read on the loop, not in a thread of its own
+    assert outcomes == ["live"] * len(ids)
+    assert reads.count() == len(ids)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("live-") and t.name[5:].isdigit()]
+    assert threading.active_count() - before < 10  # the loop, its helpers, the writer, the lease keeper
+    # and every watermark follows the live edge, window after window (5 s windows)
+    mark = timezone.now() + timedelta(seconds=6)
+    wait_for(
+        "every watermark past a window ahead",
+        lambda: Partition.objects.filter(pk__in=ids, watermark__gte=mark).count() == len(ids),
+        timeout=60,
+    )
+    assert Partition.objects.filter(pk__in=ids, state=P.RUNNING).count() == len(ids)
+    assert not queued.reads  # nothing went back to the queue
+
+    # when the worker stops
+    assert reads.stop_all() == len(ids)
+    # then every read stopped, checkpointed and gave its lease back (the next reader starts at once)
+    assert reads.count() == 0
+    held = Partition.objects.filter(pk__in=ids).exclude(lease_owner="", lease_expires_at=None)
+    assert not held.exists(), list(held.values("pk", "lease_owner", "lease_expires_at"))
