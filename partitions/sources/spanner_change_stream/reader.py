@@ -156,33 +156,50 @@ class ChangeStreamReader:
         self, partition_token: str | None, start: datetime, end: datetime | None
     ) -> Iterator[ChangeRecord]:
         """Yield the records of one partition (None: the initial query) from start to end."""
-        query, decode, timeout = self._query(partition_token, start, end)
+        sql, options, decode = self._prepare(partition_token, start, end)
         try:
             with self.database.snapshot() as snapshot:
-                rows = snapshot.execute_sql(
-                    query.sql,
-                    params=query.params,
-                    param_types=query.param_types,
-                    lazy_decode=True,
-                    timeout=timeout,
-                    retry=self._retry,
-                )
-                checked = query.dialect != GOOGLESQL
+                rows = snapshot.execute_sql(sql, **options)
                 for row in rows:
-                    if not checked:
-                        check_googlesql_fields(rows.fields, partition_token)
-                        checked = True
-                    yield decode(row[0], partition_token)
+                    yield decode(rows, row)
         except SourceError:
             raise
         except Exception as exc:
             raise classify(exc) from exc
 
-    def _query(self, partition_token: str | None, start: datetime, end: datetime | None):
+    def _prepare(self, partition_token: str | None, start: datetime, end: datetime | None):
+        """Return the SQL, the execute_sql options and the row decoder of one partition's read.
+
+        Both readers call it, so the threaded and the asyncio read cannot drift apart.
+        """
         query = build_query(self.dialect, self.stream_name, start, end, partition_token, self.heartbeat_ms)
         decode = self._googlesql.decode if query.dialect == GOOGLESQL else decode_postgresql_value
         timeout = self.timeout if self.timeout is not None else query_timeout(query.start, query.end)
-        return query, decode, timeout
+        options = {
+            "params": query.params,
+            "param_types": query.param_types,
+            "lazy_decode": True,
+            "timeout": timeout,
+            "retry": self._retry,
+        }
+        return query.sql, options, _RowDecoder(decode, partition_token, check=query.dialect == GOOGLESQL)
+
+
+class _RowDecoder:
+    """Decode one partition's rows; for GoogleSQL, check the result's fields on the first row."""
+
+    __slots__ = ("_decode", "_token", "_check")
+
+    def __init__(self, decode, partition_token: str | None, check: bool):
+        self._decode = decode
+        self._token = partition_token
+        self._check = check
+
+    def __call__(self, rows, row) -> ChangeRecord:
+        if self._check:  # fields are known only once the first response came
+            check_googlesql_fields(rows.fields, self._token)
+            self._check = False
+        return self._decode(row[0], self._token)
 
 
 class AsyncChangeStreamReader(ChangeStreamReader):
@@ -202,23 +219,12 @@ class AsyncChangeStreamReader(ChangeStreamReader):
         self, partition_token: str | None, start: datetime, end: datetime | None
     ) -> AsyncIterator[ChangeRecord]:
         """Yield the records of one partition from start to end, as ChangeStreamReader.read does."""
-        query, decode, timeout = self._query(partition_token, start, end)
+        sql, options, decode = self._prepare(partition_token, start, end)
         try:
             async with self.database.snapshot() as snapshot:
-                rows = await snapshot.execute_sql(
-                    query.sql,
-                    params=query.params,
-                    param_types=query.param_types,
-                    lazy_decode=True,
-                    timeout=timeout,
-                    retry=self._retry,
-                )
-                checked = query.dialect != GOOGLESQL
+                rows = await snapshot.execute_sql(sql, **options)
                 async for row in rows:
-                    if not checked:
-                        check_googlesql_fields(rows.fields, partition_token)
-                        checked = True
-                    yield decode(row[0], partition_token)
+                    yield decode(rows, row)
         except SourceError:
             raise
         except Exception as exc:
