@@ -15,6 +15,11 @@ orphan sweep queued them again (docs/benchmarks.md, issue 22). Here one listing 
 consumer and taken from in order; the folder is listed again once a queue's share is spent
 (at most every LIST_EVERY seconds, or LIST_EVERY_BUSY while another queue's is not). A name
 another consumer took first is skipped, as stock kombu skips it.
+
+Stock kombu also creates an exchange's table file empty and fills it after taking its lock:
+a worker starting at the same moment could lock it first, read nothing and stop on the
+JSONDecodeError (seen when a width benchmark started its workers together). Here the file is
+never truncated to be filled, and a table read while still empty is an empty table.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from queue import Empty
 from time import monotonic
 
 from kombu.transport import filesystem
+from kombu.transport.filesystem import LOCK_EX, LOCK_SH, exchange_queue_t, lock, unlock
 from kombu.utils.json import dumps, loads
 
 # A queue found empty is looked at again after this long (the polling interval's order)...
@@ -95,6 +101,47 @@ class Channel(filesystem.Channel):
             os.replace(tmp, final)
         except OSError as exc:
             raise filesystem.ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+
+    def _queue_bind(self, exchange, routing_key, pattern, queue):
+        """Add the queue to the exchange's table, under its lock; create the table if missing."""
+        file = self._exchange_file(exchange)
+        self.control_folder.mkdir(exist_ok=True)
+        entry = exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        try:
+            handle = os.fdopen(os.open(file, os.O_RDWR | os.O_CREAT, 0o644), "rb+", buffering=0)
+        except OSError as exc:
+            raise filesystem.ChannelError(f"Cannot open {file}") from exc
+        with handle:
+            lock(handle, LOCK_EX)
+            try:
+                queues = _table(handle.read())
+                if entry not in queues:
+                    queues.insert(0, entry)
+                    handle.seek(0)
+                    handle.truncate()
+                    handle.write(dumps(queues).encode())
+            finally:
+                unlock(handle)
+
+    def get_table(self, exchange):
+        """Return the exchange's table (empty while another process is still creating it)."""
+        file = self._exchange_file(exchange)
+        try:
+            with open(file, "rb") as handle:
+                lock(handle, LOCK_SH)
+                try:
+                    return _table(handle.read())
+                finally:
+                    unlock(handle)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise filesystem.ChannelError(f"Cannot open {file}") from exc
+
+
+def _table(raw: bytes) -> list:
+    return [exchange_queue_t(*row) for row in loads(raw.decode())] if raw.strip() else []
 
 
 class Transport(filesystem.Transport):

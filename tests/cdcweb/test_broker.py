@@ -162,3 +162,46 @@ def test_an_urgent_message_is_not_held_behind_a_backlog(tmp_path):
             # then it is taken within about a second, before the backlog is done
             assert time.monotonic() - sent < broker.LIST_EVERY_BUSY + 1.0
             assert len(taken) < 2_000
+
+
+def test_an_exchange_table_still_empty_reads_as_empty_and_takes_a_binding(tmp_path):
+    # given an exchange's table file that another process has created but not yet filled
+    with _connection(tmp_path) as connection:
+        channel = connection.default_channel
+        (tmp_path / "control" / "jobs.exchange").write_bytes(b"")
+        # then it reads as an empty table, and a queue binds to it
+        assert channel.get_table("jobs") == []
+        channel._queue_bind("jobs", "a", None, "a")
+        channel._queue_bind("jobs", "b", None, "b")
+        channel._queue_bind("jobs", "a", None, "a")
+        assert sorted(row.queue for row in channel.get_table("jobs")) == ["a", "b"]
+
+
+def _bind_in_a_process(folder: str, queue: str, together) -> None:
+    from pathlib import Path
+
+    connection = _connection(Path(folder))
+    binding = Queue(queue, Exchange("together", type="direct"), routing_key=queue)
+    together.wait(timeout=60)  # all processes bind in the same instant
+    with connection:
+        binding(connection.default_channel).declare()
+
+
+def test_workers_declaring_one_exchange_at_once_all_bind(tmp_path):
+    # given eight processes that declare their queue on a new exchange in the same instant
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    together = context.Barrier(8)
+    workers = [
+        context.Process(target=_bind_in_a_process, args=(str(tmp_path), f"q{i}", together)) for i in range(8)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    # then none of them failed, and the exchange's table holds every queue
+    assert [worker.exitcode for worker in workers] == [0] * 8
+    with _connection(tmp_path) as connection:
+        table = connection.default_channel.get_table("together")
+    assert sorted(row.queue for row in table) == [f"q{i}" for i in range(8)]
