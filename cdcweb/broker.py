@@ -102,7 +102,6 @@ class Channel(filesystem.Channel):
         except OSError as exc:
             raise filesystem.ChannelError(f"Cannot add file {final!r} to directory") from exc
 
-
     def _queue_bind(self, exchange, routing_key, pattern, queue):
         """Add the queue to the exchange's table, under its lock; create the table if missing."""
         file = self._exchange_file(exchange)
