@@ -7,7 +7,8 @@ seconds, with one checkpoint per interval whatever the record rate; each checkpo
 rewrites the read's landing segment with the new records added (landing.Segment),
 so a live window still lands in one file.
 
-A windowed kind (change streams) reads [watermark, watermark + window]; a polling kind
+A windowed kind (change streams) reads [watermark, end], a window long on average (each
+partition's ends on a grid of its own: staggered_end); a polling kind
 (a table watched by commit timestamp) reads once up to now, bounded by the stream's end,
 and its source says how long to wait before the next poll.
 """
@@ -17,8 +18,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pyarrow.compute as pc
 from django.conf import settings
@@ -64,10 +66,31 @@ def window_end(partition: Partition, stream: Stream, db_now: datetime | None = N
     if not readers.read_kind(stream).windows:
         return stream.end_at
     span = timedelta(seconds=stream.window_seconds)
-    end = partition.watermark + span
+    end = staggered_end(partition, span)
     if db_now is not None:
         end = max(end, min(partition.watermark + span * settings.CDC_CATCH_UP_WINDOWS, db_now - span))
     return min(end, stream.end_at) if stream.end_at else end
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def staggered_end(partition: Partition, span: timedelta) -> datetime:
+    """Return the end of the partition's next window: a point of its own grid, span/2 to 1.5 span ahead.
+
+    Each partition's window ends lie a span apart, at a phase taken from its token, so
+    the live partitions of a stream end their windows spread over the span. Ending at
+    watermark + span, partitions started together stayed in step forever: every window,
+    all of them ended, checkpointed and queried again in the same instant. At 2,000
+    partitions that burst held heartbeats back 4-11 s even with no pipeline behind the
+    reads (docs/benchmarks.md, issue 22). A window that ended on the grid starts the next
+    one there, which then ends exactly a span later.
+    """
+    span_us = max(1, span // _MICROSECOND)
+    phase = zlib.crc32((partition.token or "").encode()) % span_us
+    earliest = (partition.watermark - _EPOCH) // _MICROSECOND + span_us // 2
+    return _EPOCH + _MICROSECOND * (earliest + (phase - earliest) % span_us)
 
 
 def windows_spanned(partition: Partition, stream: Stream, end: datetime | None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import Counter
@@ -271,11 +272,16 @@ def test_a_partition_far_behind_reads_several_windows_in_one_query(simulator, se
     before = len(simulator.queries(partition.token))
     # when its read task runs
     assert services.read_next_window(partition, queued) == "continued"
-    # then one query read `catch_up` windows, and the watermark stands at their end
+    # then one query read `catch_up` windows (one: a window on the partition's own grid),
+    # and the watermark stands at their end
     (query,) = simulator.queries(partition.token)[before:]
-    assert query.end - query.start == timedelta(seconds=5 * catch_up)
+    if catch_up == 1:
+        assert timedelta(seconds=2.5) <= query.end - query.start < timedelta(seconds=7.5)
+    else:
+        assert query.end - query.start == timedelta(seconds=5 * catch_up)
     partition.refresh_from_db()
-    assert partition.watermark == start + timedelta(seconds=5 * catch_up)
+    assert query.start == start
+    assert partition.watermark == query.end
 
 
 def test_window_end_reads_the_live_edge_window_by_window():
@@ -283,15 +289,16 @@ def test_window_end_reads_the_live_edge_window_by_window():
     stream = make_stream("ends", window_seconds=60)
     now = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
-    def end(behind_s: float, end_at=None):
+    def end(behind_s: float, end_at=None, token="t"):
         stream.end_at = end_at
         partition = Partition(
-            stream=stream, token="t", start_at=now, watermark=now - timedelta(seconds=behind_s)
+            stream=stream, token=token, start_at=now, watermark=now - timedelta(seconds=behind_s)
         )
         return window.window_end(partition, stream, now) - partition.watermark
 
-    # then a partition at most two windows behind reads one window
-    assert end(0) == end(90) == end(120) == timedelta(seconds=60)
+    # then a partition at most two windows behind reads one window, half to one and a half long
+    for behind in (0, 0.5, 17, 90, 120):
+        assert timedelta(seconds=30) <= end(behind) < timedelta(seconds=90)
     # one further behind reads up to a window short of now, at most ten windows
     assert end(150) == timedelta(seconds=90)
     assert end(400) == timedelta(seconds=340)
@@ -301,7 +308,40 @@ def test_window_end_reads_the_live_edge_window_by_window():
     # and without the database's clock, one window
     partition = Partition(stream=stream, token="t", start_at=now, watermark=now - timedelta(hours=1))
     stream.end_at = None
-    assert window.window_end(partition, stream) == partition.watermark + timedelta(seconds=60)
+    assert (
+        timedelta(seconds=30)
+        <= window.window_end(partition, stream) - partition.watermark
+        < timedelta(seconds=90)
+    )
+
+
+def test_live_windows_end_on_a_grid_of_each_partition_spread_over_the_window():
+    # given 1,000 partitions of one stream, all at the same watermark (started together)
+    stream = make_stream("spread", window_seconds=60)
+    watermark = datetime(2026, 11, 27, 12, 0, 0, 123456, tzinfo=UTC)
+    partitions = [
+        Partition(stream=stream, token=f"token-{i}", start_at=watermark, watermark=watermark)
+        for i in range(1000)
+    ]
+    # when each reads window after window, each starting where its last one ended
+    ends = []
+    for partition in partitions:
+        own = []
+        for _ in range(4):
+            own.append(window.window_end(partition, stream))
+            partition.watermark = own[-1]
+        ends.append(own)
+    # then after the first, a partition's windows are exactly one window long
+    assert all(b - a == timedelta(seconds=60) for own in ends for a, b in itertools.pairwise(own))
+    # and their ends are spread over the minute: no second holds more than 4% of them
+    seconds = [own[1].second for own in ends]
+    assert max(seconds.count(s) for s in set(seconds)) <= 40
+    assert len(set(seconds)) == 60
+    # and a partition's grid does not depend on where its read began
+    later = Partition(
+        stream=stream, token="token-7", start_at=watermark, watermark=ends[7][2] - timedelta(seconds=45)
+    )
+    assert window.window_end(later, stream) == ends[7][2]
 
 
 def test_a_catch_up_read_has_a_lease_of_time_per_window(settings):
