@@ -8,11 +8,13 @@ the live reads use (AsyncChangeStreamReader), but lands and checkpoints nothing.
 minus the heartbeat's timestamp): p50, p99 and max. It separates what the client and the
 simulator cost from what the pipeline costs (width.py measures both together).
 
-`--aligned` ends every window at watermark + window, as cdcweb did before its windows were
+`--window` sets the windows' length (60 s, the default's). `--aligned` ends every window at
+watermark + window, as cdcweb did before its windows were
 staggered (partitions started together then end their windows in the same instant);
 the default ends them as window.staggered_end does.
 
-Run: .venv/bin/python benchmarks/loop_reads.py [--partitions 2000] [--seconds 180] [--aligned]
+Run: .venv/bin/python benchmarks/loop_reads.py [--partitions 2000] [--seconds 180] [--window 60]
+     [--aligned]
 """
 
 from __future__ import annotations
@@ -32,28 +34,28 @@ from procs import Deployment  # noqa: E402
 
 PER_STREAM = 100
 HEARTBEAT_MS = 2000
-WINDOW = timedelta(seconds=60)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=2000, help="live partitions in all (100 a stream)")
     parser.add_argument("--seconds", type=float, default=180.0, help="how long to read")
-    parser.add_argument("--aligned", action="store_true", help="end every window at watermark + 60 s")
+    parser.add_argument("--aligned", action="store_true", help="end every window at watermark + window")
+    parser.add_argument("--window", type=float, default=60.0, help="window seconds (60, the default's)")
     return parser.parse_args()
 
 
-async def follow(reader, token: str, start: datetime, until: float, aligned: bool, delays: list) -> None:
+async def follow(reader, token: str, start: datetime, until: float, args, delays: list) -> None:
     from partitions.models import Partition
     from partitions.pipeline.window import staggered_end
     from partitions.sources.spanner_change_stream.records import HeartbeatRecord
 
-    watermark = start
+    watermark, window = start, timedelta(seconds=args.window)
     while time.monotonic() < until:
-        if aligned:
-            end = watermark + WINDOW
+        if args.aligned:
+            end = watermark + window
         else:
-            end = staggered_end(Partition(token=token, watermark=watermark), WINDOW)
+            end = staggered_end(Partition(token=token, watermark=watermark), window)
         async for record in reader.read(token, watermark, end):
             if type(record) is HeartbeatRecord:
                 now = time.time()
@@ -76,10 +78,11 @@ async def read_all(args: argparse.Namespace, host: str, streams: int) -> None:
         async for record in reader.read(None, start, start + timedelta(seconds=1)):
             if isinstance(record, ChildPartitionsRecord):
                 tokens += [child.token for child in record.child_partitions]
-        reads += [follow(reader, token, start, until, args.aligned, delays) for token in tokens]
+        reads += [follow(reader, token, start, until, args, delays) for token in tokens]
     tasks = [asyncio.create_task(read) for read in reads]
     began = time.monotonic()
-    print(f"{len(tasks)} live reads on one loop, windows {'aligned' if args.aligned else 'staggered'}")
+    shape = "aligned" if args.aligned else "staggered"
+    print(f"{len(tasks)} live reads on one loop, windows of {args.window:g} s, {shape}")
     print("   time  heartbeats  late p50  late p99  late max  (s)")
     worst = []
     while time.monotonic() < until:
