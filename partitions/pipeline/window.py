@@ -83,9 +83,9 @@ def staggered_end(partition: Partition, span: timedelta) -> datetime:
     the live partitions of a stream end their windows spread over the span. Ending at
     watermark + span, partitions started together stayed in step forever: every window,
     all of them ended, checkpointed and queried again in the same instant. At 2,000
-    partitions that burst held heartbeats back 4-11 s even with no pipeline behind the
-    reads (docs/benchmarks.md, issue 22). A window that ended on the grid starts the next
-    one there, which then ends exactly a span later.
+    partitions that burst held heartbeats back up to 6.1 s even with no pipeline behind
+    the reads (benchmarks/loop_reads.py; docs/benchmarks.md, issue 22). A window that
+    ended on the grid starts the next one there, which then ends exactly a span later.
     """
     span_us = max(1, span // _MICROSECOND)
     phase = zlib.crc32((partition.token or "").encode()) % span_us
