@@ -74,7 +74,7 @@ def test_the_keeper_renews_a_quiet_read_and_reports_a_lease_taken_over(
         keeper.drop(partition.pk, "quiet")
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the lease keeper's thread sees committed rows only
 def test_a_failed_checkpoint_is_retried_without_reading_the_window_again(
     simulator, settings, queued, monkeypatch, caplog
 ):
@@ -110,7 +110,7 @@ def test_a_failed_checkpoint_is_retried_without_reading_the_window_again(
     assert all(r.exc_info is None for r in caplog.records)
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the lease keeper's thread sees committed rows only
 def test_a_database_outage_is_no_source_failure_and_the_retry_takes_its_own_lease_back(
     simulator, settings, queued, monkeypatch
 ):

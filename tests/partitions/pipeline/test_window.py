@@ -27,7 +27,8 @@ from tests.factories import make_stream, wait_for
 from tests.partitions.pipeline.fake_spanner import DATABASE, FakeSpanner
 
 P, S = Partition.State, Stream.State
-pytestmark = pytest.mark.django_db
+# Transactional: the lease keeper renews from a thread of its own, which sees only committed rows.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def running_stream(simulator, start, heartbeat_ms=1000, window=5) -> Stream:
@@ -243,13 +244,21 @@ def test_a_source_stopped_mid_window_and_back_after_its_end_loses_nothing(
     down.start()
     try:
         # when the simulator stops mid-read and comes back on its port once the window's end has passed
-        services.read_next_window(partition, queued)
+        outcome = services.read_next_window(partition, queued)
     finally:
         down.join()
         servers[-1].stop(0)
     # then the read resumed where it was: the partition reached the stream's end with every record landed
     partition.refresh_from_db()
-    assert partition.state == P.FINISHED
+    stream.refresh_from_db()
+    why = (
+        outcome,
+        partition.watermark,
+        end,
+        stream.consecutive_failures,
+        list(stream.errors.values_list("code", "message")),
+    )
+    assert partition.state == P.FINISHED, why
     table = landing.read_landing(settings.CDC_LANDING_URI, stream.pk)
     landed = set(zip(*(table.column(c).to_pylist() for c in DEDUPE_KEY), strict=True))
     truth = {
