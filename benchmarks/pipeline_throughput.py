@@ -68,6 +68,7 @@ class Bench:
             "SPANNER_EMULATOR_HOST": f"127.0.0.1:{self.port}",
             "SPANNER_DISABLE_BUILTIN_METRICS": "true",
             "CDC_SCHEDULE_SECONDS": "1",
+            "CDC_LEASE_LOG_LEVEL": "DEBUG",  # it counts the renewals
             "CDC_BROKER_POLLING_INTERVAL": "0.02",
         }
         self.procs = Processes(self.env, self.var)

@@ -183,6 +183,7 @@ ROOT_URLCONF = "cdcweb.urls"
 # lines a collector would split), with the id of the request that logged it. The id is the
 # request's X-Request-ID when that is a UUID (a proxy's), else a new one; the answer carries it.
 CDC_LOG_LEVEL = env_str("CDC_LOG_LEVEL", "WARNING").upper()
+CDC_LEASE_LOG_LEVEL = env_str("CDC_LEASE_LOG_LEVEL", "INFO").upper()
 DJANGO_GUID = {"GUID_HEADER_NAME": "X-Request-ID", "EXPOSE_HEADER": False}
 LOGGING = {
     "version": 1,
@@ -213,6 +214,8 @@ LOGGING = {
         "django": {"handlers": [], "level": CDC_LOG_LEVEL, "propagate": True},
         # runserver's line per request (gunicorn keeps its own access log).
         "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+        # A lease's start and end at INFO; DEBUG adds a line per renewal (one per checkpoint).
+        "partitions.lease": {"level": CDC_LEASE_LOG_LEVEL, "propagate": True},
     },
 }
 WSGI_APPLICATION = "cdcweb.wsgi.application"

@@ -42,11 +42,19 @@ READING_STATES = (S.RUNNING, S.FAILED)
 
 
 def log_lease(event: str, partition_id: int, owner: str, expires: datetime | None = None) -> None:
-    """Log a lease event with a wall-clock time; "end" is logged before the lease is given up."""
+    """Log a lease event with a wall-clock time; "end" is logged before the lease is given up.
+
+    A start and an end are logged at INFO; a renewal at DEBUG (CDC_LEASE_LOG_LEVEL shows
+    them): every checkpoint renews, and at 2,000 live partitions a line per renewal was a
+    thousand lines a second, written from the live reads' event loop (an eighth of its
+    time: docs/benchmarks.md, issue 22).
+    """
+    level = logging.DEBUG if event == "renew" else logging.INFO
+    if not lease_log.isEnabledFor(level):
+        return
     until = expires.timestamp() if expires else 0.0
-    lease_log.info(
-        "LEASE %s partition=%s owner=%s at=%.6f until=%.6f", event, partition_id, owner, time.time(), until
-    )
+    message = "LEASE %s partition=%s owner=%s at=%.6f until=%.6f"
+    lease_log.log(level, message, event, partition_id, owner, time.time(), until)
 
 
 def lease_delta(extra_seconds: float = 0) -> timedelta:

@@ -160,6 +160,7 @@ class ChangeStreamReader:
         try:
             with self.database.snapshot() as snapshot:
                 rows = snapshot.execute_sql(sql, **options)
+                skip_type_decoders(rows)
                 for row in rows:
                     yield decode(rows, row)
         except SourceError:
@@ -223,12 +224,27 @@ class AsyncChangeStreamReader(ChangeStreamReader):
         try:
             async with self.database.snapshot() as snapshot:
                 rows = await snapshot.execute_sql(sql, **options)
+                skip_type_decoders(rows)
                 async for row in rows:
                     yield decode(rows, row)
         except SourceError:
             raise
         except Exception as exc:
             raise classify(exc) from exc
+
+
+def skip_type_decoders(rows) -> None:
+    """Spare the client building a type decoder per column for a result read with lazy_decode.
+
+    The client's StreamedResultSet builds them on a query's first values even when it
+    hands the raw values on undecoded, and never uses them then: for the change record's
+    nested struct that was 9 % of the live reads' event loop at 2,000 partitions
+    (docs/benchmarks.md, issue 22). Only its decode_row and decode_column would need them,
+    and the reader calls neither. test_changestream_fields.py fails if the client stops
+    honouring this.
+    """
+    if getattr(rows, "_field_decoders", False) is None:
+        rows._field_decoders = ()
 
 
 def check_googlesql_fields(fields, partition_token: str | None) -> None:

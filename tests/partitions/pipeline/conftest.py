@@ -31,6 +31,7 @@ CELERY = str(Path(sys.executable).with_name("celery"))
 # Short enough that a crashed worker's lease lapses quickly, long enough for a window.
 TEST_ENV = {
     "CDC_LEASE_SECONDS": "3",
+    "CDC_LEASE_LOG_LEVEL": "DEBUG",  # test_pipeline checks every lease's renewals for overlaps
     "CDC_SCHEDULE_SECONDS": "0.5",
     "CDC_MAX_CONSECUTIVE_FAILURES": "2",
     "CDC_RETRY_BACKOFF_MAX": "2",

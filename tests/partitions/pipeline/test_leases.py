@@ -138,3 +138,17 @@ def test_a_database_outage_is_no_source_failure_and_the_retry_takes_its_own_leas
     settings.CDC_LEASE_SECONDS = 60
     assert services.read_next_window(partition, queued, services.Attempt("task-2", "w2", 0)) == "not leased"
     assert services.read_next_window(partition, queued, services.Attempt("task-1", "w2", 1)) != "not leased"
+
+
+def test_a_lease_start_is_logged_at_info_and_a_renewal_only_at_debug(caplog):
+    # given the lease log at INFO (its default: CDC_LEASE_LOG_LEVEL), then at DEBUG
+    seen = {}
+    for level in (logging.INFO, logging.DEBUG):
+        caplog.clear()
+        with caplog.at_level(level, logger="partitions.lease"):
+            # when a lease starts and is renewed
+            leases.log_lease("start", 7, "w1")
+            leases.log_lease("renew", 7, "w1", timezone.now())
+        seen[level] = [r.getMessage().split()[1] for r in caplog.records]
+    # then a renewal (one per checkpoint) shows only at DEBUG
+    assert seen == {logging.INFO: ["start"], logging.DEBUG: ["start", "renew"]}

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime, timedelta
+
 import pytest
-from google.cloud.spanner_v1 import StructType
+from google.cloud.spanner_v1 import StructType, _helpers, streamed
+from google.cloud.spanner_v1._async import streamed as async_streamed
 
 from partitions.sources.spanner_change_stream import schema
 from partitions.sources.spanner_change_stream.errors import ChangeRecordError
-from partitions.sources.spanner_change_stream.reader import _RowDecoder, check_googlesql_fields
+from partitions.sources.spanner_change_stream.reader import (
+    AsyncChangeStreamReader,
+    ChangeStreamReader,
+    _RowDecoder,
+    check_googlesql_fields,
+    connect,
+    connect_async,
+)
 
 
 class _Rows:
@@ -57,3 +68,34 @@ def test_the_row_decoder_checks_a_bad_first_row():
 def test_postgresql_rows_are_not_checked_against_the_googlesql_layout():
     decoder = _RowDecoder(lambda value, token: value, "t", check=False)
     assert decoder(_Rows(_shifted_row_type()), ["json"]) == "json"
+
+
+@pytest.mark.parametrize("dialect", ["googlesql", "postgresql"])
+def test_both_readers_read_without_building_the_clients_type_decoders(simulator, monkeypatch, dialect):
+    # given the client's type decoder factory, counted in both its result sets
+    built = []
+
+    def counted(*args, **kwargs):
+        built.append(args)
+        return _helpers._get_type_decoder(*args, **kwargs)
+
+    monkeypatch.setattr(streamed, "_get_type_decoder", counted)
+    monkeypatch.setattr(async_streamed, "_get_type_decoder", counted)
+    database = "demo-db" if dialect == "googlesql" else "demo-pg"
+    start = datetime.now(UTC) - timedelta(minutes=5)
+    end = start + timedelta(seconds=20)
+    # when a partition's window is read through the threaded and the asyncio reader
+    client = connect("p", "i", database, simulator.emulator_host)
+    threaded = ChangeStreamReader(client, "Changes", dialect, 1_000)
+    token = next(iter(threaded.read(None, start, start))).child_partitions[0].token
+    records = list(threaded.read(token, start, end))
+
+    async def read_async():
+        db = await connect_async("p", "i", database, simulator.emulator_host)
+        reader = AsyncChangeStreamReader(db, "Changes", dialect, 1000)
+        return [record async for record in reader.read(token, start, end)]
+
+    # then both read every record, decoded, and no type decoder was built
+    assert len(records) > 5
+    assert asyncio.run(read_async()) == records
+    assert built == []
