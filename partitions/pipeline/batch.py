@@ -195,14 +195,8 @@ def store(batch: list[Ticket]) -> None:
     """Store the batch's checkpoints in one transaction, setting each ticket's outcome."""
     ids = sorted({t.partition_id for t in batch})
     with transaction.atomic():
-        rows = Partition.objects.select_for_update(no_key=True, of=("self",))
+        rows = Partition.objects.select_for_update(no_key=True, of=("self",)).select_related("stream")
         locked = {p.pk: p for p in rows.annotate(db_now=Now()).filter(pk__in=ids).order_by("pk")}
-        # One Stream object per stream, not one per row (select_related's): a batch is
-        # hundreds of partitions of a few streams, and loading a row's timestamps is the
-        # writer's costliest Python (py-spy: docs/benchmarks.md, issue 22).
-        kinds = Stream.objects.in_bulk({row.stream_id for row in locked.values()})
-        for row in locked.values():
-            row.stream = kinds[row.stream_id]
         changed = []
         for ticket in batch:
             row = locked.get(ticket.partition_id)

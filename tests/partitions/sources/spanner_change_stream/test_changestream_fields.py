@@ -92,7 +92,7 @@ def test_both_readers_read_without_building_the_clients_type_decoders(simulator,
 
     async def read_async():
         db = await connect_async("p", "i", database, simulator.emulator_host)
-        reader = AsyncChangeStreamReader(db, "Changes", dialect, 1000)
+        reader = AsyncChangeStreamReader(db, "Changes", dialect, 1_000)
         return [record async for record in reader.read(token, start, end)]
 
     # then both read every record, decoded, and no type decoder was built
