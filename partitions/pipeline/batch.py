@@ -195,18 +195,22 @@ def store(batch: list[Ticket]) -> None:
     """Store the batch's checkpoints in one transaction, setting each ticket's outcome."""
     ids = sorted({t.partition_id for t in batch})
     with transaction.atomic():
-        rows = Partition.objects.select_for_update(no_key=True, of=("self",)).select_related("stream")
+        # The rows alone: their streams (a few, read once below) joined to every row made it
+        # nearly twice as wide (43 columns, 19 timestamps, each through Django's Python
+        # loader; benchmarks/checkpoint_batch.py, docs/benchmarks.md, issue 22). A partition
+        # that ends loads its stream as it stores its children (apply_progress).
+        rows = Partition.objects.select_for_update(no_key=True)
         locked = {p.pk: p for p in rows.annotate(db_now=Now()).filter(pk__in=ids).order_by("pk")}
-        changed = []
+        changed: dict[int, Partition] = {}  # a partition checkpointed twice in a batch: one UPDATE
         for ticket in batch:
             row = locked.get(ticket.partition_id)
             if row is None or row.lease_owner != ticket.owner or row.state == Partition.State.FINISHED:
                 continue
             apply_progress(row, ticket.progress, row.db_now, ticket.keep_lease)
             ticket.stored = row
-            changed.append(row)
-        _update(changed)
-        mark_streams_healthy({row.stream_id for row in changed})
+            changed[row.pk] = row
+        _update(list(changed.values()))
+        mark_streams_healthy({row.stream_id for row in changed.values()})
         streams = Stream.objects.in_bulk({row.stream_id for row in locked.values()})
     now = next((row.db_now for row in locked.values()), None)
     for ticket in batch:

