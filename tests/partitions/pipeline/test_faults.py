@@ -143,7 +143,27 @@ def faults(pipeline, sim, source_sim, own_postgres, own_redis):
         assert not [name for name, state, _ in rows if state == S.FAILED_PERMANENTLY]
         return all(reached for _, _, reached in rows)
 
-    _wait_for("every stream to reach its end", all_ended, timeout=300)
+    def where_they_are() -> str:
+        """What a timeout reports: each stream, its partitions, its errors, the readers' last lines."""
+        lines = []
+        for name in NAMES:
+            stream = db(lambda name=name: Stream.objects.get(name=name))
+            lines.append(
+                f"{name}: {stream.state} ({stream.state_reason!r}), ended at {stream.reached_end_at}"
+            )
+            for p in db(lambda stream=stream: list(stream.partitions.order_by("pk"))):
+                lines.append(
+                    f"  {p.token[:12]} {p.state} watermark={p.watermark:%H:%M:%S} lease={p.lease_owner!r}"
+                )
+            for error in db(lambda stream=stream: list(StreamError.objects.filter(stream=stream)[:3])):
+                lines.append(f"  error {error.kind}: {error.message[:200]}")
+        for worker in ("r1", "r2"):
+            lines.append(
+                f"--- {worker}, last lines:\n" + "\n".join(pipeline.log_text(worker).splitlines()[-15:])
+            )
+        return "\n".join(lines)
+
+    _wait_for("every stream to reach its end", all_ended, timeout=300, detail=where_they_are)
     pipeline.stop_all()
     return {name: Stream.objects.get(pk=s.pk) for name, s in streams.items()}, seen
 
