@@ -133,7 +133,11 @@ def test_a_database_outage_is_no_source_failure_and_the_retry_takes_its_own_leas
     stream.refresh_from_db()
     assert (stream.state, stream.consecutive_failures) == (S.RUNNING, 0)
     assert not StreamError.objects.filter(stream=stream).exists()
-    # and another task finds the lease held, while the retry of the same task takes it back at once
+    # and the failed attempt kept its lease: another task finds it held, while the retry of the
+    # same task takes it back at once (the lease is moved a minute on first: a one-second lease
+    # could lapse on a loaded machine before task-2 asks, and task-2 then rightly takes it)
+    held = Partition.objects.filter(pk=partition.pk, lease_expires_at__isnull=False).exclude(lease_owner="")
+    assert held.update(lease_expires_at=timezone.now() + timedelta(minutes=1)) == 1
     monkeypatch.setattr(window, "save_progress", save)
     settings.CDC_LEASE_SECONDS = 60
     assert services.read_next_window(partition, queued, services.Attempt("task-2", "w2", 0)) == "not leased"
