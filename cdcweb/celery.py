@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, beat_init, worker_init
 
 from cdcweb.beat_lock import hold as hold_beat_lock
 from cdcweb.embedded_db import start_if_default
+from cdcweb.worker_logging import hand_off
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cdcweb.settings")
 
@@ -25,6 +26,13 @@ app.autodiscover_tasks(["partitions.pipeline", "partitions.watch"])
 def _start_embedded_database(**_) -> None:
     """With DATABASE_URL unset, make sure the embedded PostgreSQL runs before a worker uses it."""
     start_if_default()
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _log_from_a_thread_of_its_own(logger, **_) -> None:
+    """Write a worker's (or beat's) log lines from one thread: a thread that logs never waits on a write."""
+    hand_off(logger)
 
 
 _beat_lock = []  # what holds the beat lock, referenced for the life of the process
