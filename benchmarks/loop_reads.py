@@ -113,7 +113,7 @@ def main() -> None:
         epoch = (datetime.now(UTC) - timedelta(minutes=10)).replace(second=0, microsecond=0)
         host.simulator(
             *databases, "--roots", str(PER_STREAM), "--split-every", "100000d", "--merge-every", "100000d",
-            "--tps", "2.0", "--epoch", epoch.isoformat(), "--max-workers", str(args.partitions + 64),
+            "--tps", "2.0", "--epoch", epoch.isoformat(),
             timeout=120,
         )  # fmt: skip
         import django

@@ -73,7 +73,7 @@ class Host(Deployment):
         epoch = (datetime.now(UTC) - timedelta(minutes=10)).replace(second=0, microsecond=0)
         self.simulator(
             *databases, "--roots", str(per), "--split-every", "100000d", "--merge-every", "100000d",
-            "--tps", f"{tps:.3f}", "--epoch", epoch.isoformat(), "--max-workers", str(self.total + 64),
+            "--tps", f"{tps:.3f}", "--epoch", epoch.isoformat(),
             timeout=120,
         )  # fmt: skip
         self.manage("migrate", "--no-input")

@@ -100,7 +100,11 @@ class ChangeStreamSimulatorCommand(SimulatorCommand):
         )
         parser.add_argument("--fault", action="append", default=[], metavar="SPEC", help=self.fault_help)
         parser.add_argument(
-            "--max-workers", type=int, default=64, help="gRPC worker threads = open streams (64)"
+            "--max-workers",
+            type=int,
+            default=64,
+            help="gRPC worker threads (64): one per open stream of the Bigtable simulator; the Spanner "
+            "simulator's streams need none (its unary calls use them)",
         )
         parser.add_argument("--ground-truth", action="store_true", help="print the ground truth and exit")
         parser.add_argument("--start", help="window start for --ground-truth (ISO 8601)")

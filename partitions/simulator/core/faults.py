@@ -7,6 +7,7 @@ meeting the same fault for ever. Each simulator adds the kinds only it knows.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 
@@ -25,6 +26,11 @@ class Faults:
         """Sleep as a slow stream would."""
         if self.slow_s:
             time.sleep(self.slow_s)
+
+    async def before_message_async(self) -> None:
+        """Sleep as a slow stream would, on an event loop (a coroutine handler's)."""
+        if self.slow_s:
+            await asyncio.sleep(self.slow_s)
 
     def broken(self) -> bool:
         """Return whether the stream breaks (UNAVAILABLE) after the message just sent."""

@@ -3,10 +3,13 @@
 Each simulator subclasses ``GrpcSimulator``, registers its services in ``register`` and
 logs its calls with ``log``; ``start_server`` of each package is ``Simulator(config).listen``.
 A request the real service would refuse is raised as ``Refusal`` and answered with its status.
+A simulator whose streams stay open by the thousand subclasses ``AioGrpcSimulator`` instead:
+its streaming handlers are coroutines on one event loop, its unary ones run in the pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from concurrent import futures
@@ -117,3 +120,127 @@ class GrpcSimulator:
         """Return a copy of the log from index ``since`` on, only the calls ``keep`` accepts (None: all)."""
         with self._log_lock:
             return [entry for entry in self.call_log[since:] if keep is None or keep(entry)]
+
+
+class AioGrpcSimulator(GrpcSimulator):
+    """A simulator served by grpc.aio on an event loop of its own: open streams cost no thread.
+
+    The thread-per-call server held one thread per open stream, each waking every
+    _WAIT_SLICE_S to see whether its call or the server had ended: at 2,000 live partitions,
+    2,000 threads and 10,000 wake-ups a second behind one interpreter lock, and every message
+    passed through gRPC's one serving thread (docs/benchmarks.md, issue 22: new queries waited
+    seconds for their first message). Here a streaming handler is an async generator that
+    awaits ``wait_until_async``; a cancelled call ends at once (CancelledError). Handlers that
+    are plain functions (unary calls) run in a pool of ``max_workers`` threads, as before.
+    """
+
+    def __init__(self, config):
+        super().__init__(config)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped: asyncio.Future | None = None  # done once the server stops: wakes every wait
+        self._pool: futures.ThreadPoolExecutor | None = None  # runs the plain (unary) handlers
+
+    def listen(self, host: str = "127.0.0.1", port: int = 0) -> Self:
+        """Serve on host:port (0 picks a free port) on an event loop in a background thread; return self."""
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name=f"{self.threads}-loop", daemon=True)
+        thread.start()
+        try:
+            server, bound = asyncio.run_coroutine_threadsafe(self._start(host, port), loop).result()
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            raise
+        self._loop, self._thread = loop, thread
+        self._grpc, self.host, self.port = server, host, bound
+        return self
+
+    async def _start(self, host: str, port: int):
+        workers = self.config.max_workers
+        self._pool = pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=self.threads)
+        server = grpc.aio.server(migration_thread_pool=pool, options=[("grpc.so_reuseport", 0)])
+        self.register(server)
+        try:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError as error:  # grpc.aio raises where the sync server returns 0
+            raise OSError(f"cannot listen on {host}:{port}: {error}") from None
+        if not bound:
+            raise OSError(f"cannot listen on {host}:{port}")
+        self._stopped = asyncio.get_running_loop().create_future()
+        await server.start()
+        return server, bound
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop serving as GrpcSimulator.stop does (open streams end UNAVAILABLE), then end the loop."""
+        if self._grpc is None or self._loop is None:
+            self._stopping.set()
+            return
+        grace = self.stop_grace if grace is None else grace
+        loop = self._loop
+        asyncio.run_coroutine_threadsafe(self._shut_down(max(grace, BREAK_CALLS_S)), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join()
+        # What gRPC left on the loop (a unary call's task finishing in the pool) ends here.
+        loop.run_until_complete(_cancel_all())
+        loop.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._grpc = self._loop = None
+
+    async def _shut_down(self, grace: float) -> None:
+        # gRPC's shutdown begins first (its first step refuses new calls), then the open calls
+        # are told to end: GrpcSimulator.stop says why.
+        stopping = asyncio.ensure_future(self._grpc.stop(grace))
+        await asyncio.sleep(0)
+        self._stopping.set()
+        if self._stopped is not None and not self._stopped.done():
+            self._stopped.set_result(None)
+        await stopping
+
+    async def wait_until_async(self, ts_us: int) -> bool:
+        """Wait until the wall clock reaches ts_us; False if the server stops first.
+
+        A call the client cancels ends at once: grpc.aio cancels its handler's task.
+        """
+        while True:
+            remaining = (ts_us - now_us()) / 1e6
+            if remaining <= 0:
+                return True
+            if self.stopping:
+                return False
+            await asyncio.wait((self._stopped,), timeout=remaining)
+
+    async def end_if_stopping_async(self, context) -> None:
+        """End the call UNAVAILABLE if the server stops (end_if_stopping, for a coroutine's context)."""
+        if self.stopping:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down, resume the call")
+
+
+async def _cancel_all() -> None:
+    """Cancel every other task of the running loop and wait for them, then close its async generators."""
+    left = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)
+    await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+class Aborted(Exception):
+    """Raised by ``SyncSteps.abort``: a refusal from plain code run inside a coroutine handler."""
+
+    def __init__(self, code: grpc.StatusCode, details: str):
+        self.code, self.details = code, details
+        super().__init__(f"{code.name}: {details}")
+
+
+class SyncSteps:
+    """The context plain (non-async) code gets inside a coroutine handler: ``abort`` raises ``Aborted``.
+
+    grpc.aio's ``context.abort`` is a coroutine; plain code shared with the unary handlers
+    calls ``context.abort(code, details)`` and expects it to raise. The handler catches
+    ``Aborted`` and awaits the real abort with it.
+    """
+
+    def abort(self, code: grpc.StatusCode, details: str):
+        raise Aborted(code, details)

@@ -2,11 +2,14 @@
 
 ExecuteStreamingSql is registered with an identity response serializer: it yields
 ready PartialResultSet bytes assembled from cached per-record encodings, which is what
-makes the simulator fast enough never to be the bottleneck of a benchmark.
+makes the simulator fast enough never to be the bottleneck of a benchmark. It is a
+coroutine on the server's event loop (core/server.py's AioGrpcSimulator): a live change
+stream query waits there for its next record at the cost of a timer, not of a thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
@@ -21,7 +24,7 @@ from google.cloud.spanner_v1.types import spanner as spanner_types
 from google.protobuf import empty_pb2
 
 from partitions.simulator.core.clock import now_us, to_datetime, to_us
-from partitions.simulator.core.server import GrpcSimulator
+from partitions.simulator.core.server import Aborted, AioGrpcSimulator, SyncSteps
 
 from . import encode
 from .access import read_function, refusal
@@ -34,6 +37,7 @@ from .table_service import TableQueryLogEntry, TableService
 from .workload import Workload
 
 _DATABASE = re.compile(r"projects/[^/]+/instances/[^/]+/databases/(?P<db>[^/]+)")
+STEPS = SyncSteps()  # the context of the plain steps of a query: a refusal raises Aborted
 _DIALECTS = {"googlesql": DatabaseDialect.GOOGLE_STANDARD_SQL, "postgresql": DatabaseDialect.POSTGRESQL}
 
 
@@ -55,7 +59,7 @@ class QueryLogEntry:
     status: str = "RUNNING"  # then OK, CANCELLED or the error code's name
 
 
-class SimulatorServer(GrpcSimulator):
+class SimulatorServer(AioGrpcSimulator):
     """A running simulator: its resolved config, topology, workload and query log (``call_log``)."""
 
     def __init__(self, config: SimulatorConfig):
@@ -126,14 +130,19 @@ class SimulatorServer(GrpcSimulator):
         self._roles.pop(request.name, None)
         return empty_pb2.Empty()
 
-    def execute_streaming_sql(self, request, context):
-        database = self._database(request.session, context)
-        self._check_access(request, database, context)
-        if is_information_schema_query(request.sql):
-            yield self._information_schema(request, database, context)
-            return
+    async def execute_streaming_sql(self, request, context):
+        """Answer a query: INFORMATION_SCHEMA and tables at once, a change stream as its records fall due."""
+        try:
+            database = self._database(request.session, STEPS)
+            self._check_access(request, database, STEPS)
+            if is_information_schema_query(request.sql):
+                yield self._information_schema(request, database, STEPS)
+                return
+        except Aborted as refused:
+            await context.abort(refused.code, refused.details)
         if not is_change_stream_query(request.sql):
-            yield from self.tables.execute(request, database, context)
+            async for message in self.tables.execute(request, database, context):
+                yield message
             return
         entry = QueryLogEntry(database, None, None, None, None, None, bool(request.resume_token))
         try:
@@ -145,14 +154,15 @@ class SimulatorServer(GrpcSimulator):
         except QueryError as error:
             entry.status, entry.closed_at = error.code.name, time.monotonic()
             self.log(entry)
-            context.abort(error.code, error.message)
+            await context.abort(error.code, error.message)
         self.log(entry)
         faults = StreamFaults(self.config, f"{spec.token}:{spec.start_us}:{position.count}")
         try:
-            yield from self._serve(spec, items, position, faults, entry, context)
+            async for message in self._serve(spec, items, position, faults, entry, context):
+                yield message
             entry.status = "OK" if entry.status == "RUNNING" else entry.status
-        except GeneratorExit:
-            entry.status = "CANCELLED"
+        except (GeneratorExit, asyncio.CancelledError):
+            entry.status = "CANCELLED"  # the client went away
             raise
         finally:
             entry.closed_at = time.monotonic()
@@ -219,7 +229,7 @@ class SimulatorServer(GrpcSimulator):
             )
         return partition_items(self.workload, part, spec.end_us, spec.heartbeat_ms, position), position
 
-    def _serve(self, spec: QuerySpec, items, position: Position, faults: StreamFaults, entry, context):
+    async def _serve(self, spec: QuerySpec, items, position: Position, faults: StreamFaults, entry, context):
         dialect, cfg = spec.dialect, self.config
         head = encode.metadata(dialect, cfg.stream)
         batch: list[bytes] = []
@@ -228,29 +238,29 @@ class SimulatorServer(GrpcSimulator):
         sent_any = ended_by_child = False
         for item in items:
             if batch and (item.ts_us > now_us() or len(batch) >= cfg.batch_rows or size >= cfg.batch_bytes):
-                yield from self._message(head, batch, token, faults, entry, context)
+                async for message in self._message(head, batch, token, faults, entry, context):
+                    yield message
                 head, batch, size, sent_any = b"", [], 0, True
-            if item.ts_us > now_us() and not self.wait_until(item.ts_us, context):
-                self._cut_short(entry, context)
-                return
+            if item.ts_us > now_us() and not await self.wait_until_async(item.ts_us):
+                await self._cut_short(entry, context)
             value = self._value(item, dialect, faults)
             batch.append(value)
             size += len(value)
             token = item.position.encode()
             ended_by_child = item.kind == CHILD
         if batch or not sent_any:
-            yield from self._message(head, batch, token, faults, entry, context)
+            async for message in self._message(head, batch, token, faults, entry, context):
+                yield message
         # Spanner keeps a query open until its end timestamp even when no record or
         # heartbeat falls due before it; ending earlier let a reader take the end as its
         # watermark and start its next window in the future (INVALID_ARGUMENT).
-        if spec.end_us is not None and not ended_by_child and not self.wait_until(spec.end_us, context):
-            self._cut_short(entry, context)
+        if spec.end_us is not None and not ended_by_child and not await self.wait_until_async(spec.end_us):
+            await self._cut_short(entry, context)
 
-    def _cut_short(self, entry: QueryLogEntry, context) -> None:
-        """End a call whose wait ended early: UNAVAILABLE if the server stops; as it is if the reader left."""
-        if self.stopping:
-            entry.status = "UNAVAILABLE"
-        self.end_if_stopping(context)
+    async def _cut_short(self, entry: QueryLogEntry, context) -> None:
+        """End a call whose wait ended early (the server stops): UNAVAILABLE."""
+        entry.status = "UNAVAILABLE"
+        await self.end_if_stopping_async(context)
 
     def _value(self, item, dialect: str, faults: StreamFaults) -> bytes:
         if item.kind == DATA:
@@ -262,17 +272,19 @@ class SimulatorServer(GrpcSimulator):
         assert item.kind == CHILD
         return encode.child_value(item.payload, dialect)
 
-    def _message(self, head: bytes, batch: list[bytes], token: bytes, faults: StreamFaults, entry, context):
+    async def _message(
+        self, head: bytes, batch: list[bytes], token: bytes, faults: StreamFaults, entry, context
+    ):
         """Yield one PartialResultSet; end the call after it if a fault says so."""
         if faults.active:
-            faults.before_message()
+            await faults.before_message_async()
         entry.rows += len(batch)
         yield encode.partial_result_set(head, batch, token)
         # An empty message repeats the last token: failing it could loop forever.
         status = faults.after_message() if faults.active and batch else None
         if status is not None:
             entry.status = status[0].name
-            context.abort(*status)
+            await context.abort(*status)
 
 
 class _AdminServicer(admin_grpc.DatabaseAdminServicer):

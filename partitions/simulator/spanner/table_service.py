@@ -10,6 +10,7 @@ so a stream broken by UNAVAILABLE resumes where it stopped, at the same read tim
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
@@ -96,24 +97,26 @@ class TableService:
             context.abort(error.code, error.message)
         return Transaction(id=txn_id, read_timestamp=to_datetime(read_us))
 
-    def execute(self, request, database: str, context):
+    async def execute(self, request, database: str, context):
         """Yield the PartialResultSet bytes answering one poll query (raw ExecuteSqlRequest), logged."""
         entry = TableQueryLogEntry(database, request.sql, bool(request.resume_token))
         with self._lock:
             self._log.append(entry)
         try:
-            yield from self._execute(request, self.server.config.dialect_of(database), entry, context)
+            dialect = self.server.config.dialect_of(database)
+            async for message in self._execute(request, dialect, entry, context):
+                yield message
             entry.status = "OK" if entry.status == "RUNNING" else entry.status
         except QueryError as error:
             entry.status = error.code.name
-            context.abort(error.code, error.message)
-        except GeneratorExit:
+            await context.abort(error.code, error.message)
+        except (GeneratorExit, asyncio.CancelledError):
             entry.status = "CANCELLED"
             raise
         finally:
             entry.closed_at = time.monotonic()
 
-    def _execute(self, request, dialect: str, entry: TableQueryLogEntry, context):
+    async def _execute(self, request, dialect: str, entry: TableQueryLogEntry, context):
         """Yield the answer to one poll query, logging what it asked."""
         query = parse_table_query(request.sql)
         plan = resolve(query, dialect, request.params.fields, request.param_types, self.histories)
@@ -129,9 +132,10 @@ class TableService:
         skip = _resume_position(bytes(request.resume_token))
         faults = StreamFaults(self.server.config, f"table:{hash(request.sql)}:{read_us}:{skip}")
         head = _metadata(plan.table, begun, read_us) if not skip else b""
-        yield from self._send(head, rows, skip, faults, entry, context)
+        async for message in self._send(head, rows, skip, faults, entry, context):
+            yield message
 
-    def _send(self, head: bytes, rows: list, skip: int, faults: StreamFaults, entry, context):
+    async def _send(self, head: bytes, rows: list, skip: int, faults: StreamFaults, entry, ctx):
         """Yield the rows after skip in messages of about batch_bytes, each with its resume token."""
         batch, size, sent = [], 0, skip
         limit = self.server.config.batch_bytes
@@ -142,10 +146,12 @@ class TableService:
             size += len(version.wire)
             sent += 1
             if size >= limit:
-                yield from self.server._message(head, batch, b"tbl1:%d" % sent, faults, entry, context)
+                async for message in self.server._message(head, batch, b"tbl1:%d" % sent, faults, entry, ctx):
+                    yield message
                 head, batch, size = b"", [], 0
         if batch or head or not rows:
-            yield from self.server._message(head, batch, b"tbl1:%d" % sent, faults, entry, context)
+            async for message in self.server._message(head, batch, b"tbl1:%d" % sent, faults, entry, ctx):
+                yield message
 
     def ddl(self, dialect: str) -> list[str]:
         """Return the CREATE statements of a dialect's tables."""

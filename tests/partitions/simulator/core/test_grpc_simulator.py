@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from types import SimpleNamespace
 
@@ -9,7 +10,7 @@ import grpc
 import pytest
 
 from partitions.simulator.core.clock import now_us
-from partitions.simulator.core.server import GrpcSimulator
+from partitions.simulator.core.server import Aborted, AioGrpcSimulator, GrpcSimulator, SyncSteps
 
 
 class Bare(GrpcSimulator):
@@ -44,6 +45,38 @@ class Streaming(GrpcSimulator):
             self.end_if_stopping(context)
 
         methods = {"Follow": grpc.unary_stream_rpc_method_handler(follow)}
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("sim.Live", methods),))
+
+
+class AioStreaming(AioGrpcSimulator):
+    """Streaming, served by grpc.aio: the method is a coroutine; a plain one refuses through SyncSteps."""
+
+    def __init__(self):
+        super().__init__(SimpleNamespace(max_workers=4))
+        self.open = threading.Event()
+        self.cancelled = threading.Event()  # set once a call's client went away
+
+    def register(self, server) -> None:
+        async def follow(request, context):
+            self.open.set()
+            yield b"first"
+            try:
+                await self.wait_until_async(now_us() + 3600 * 10**6)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+            await self.end_if_stopping_async(context)
+
+        def refuse(request, context):
+            try:
+                SyncSteps().abort(grpc.StatusCode.NOT_FOUND, "no such thing")
+            except Aborted as refused:
+                context.abort(refused.code, refused.details)
+
+        methods = {
+            "Follow": grpc.unary_stream_rpc_method_handler(follow),
+            "Refuse": grpc.unary_unary_rpc_method_handler(refuse),
+        }
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("sim.Live", methods),))
 
 
@@ -103,11 +136,12 @@ def test_the_call_log_is_copied_and_filtered(bare):
     assert len(bare.call_log) == 3
 
 
-def test_a_stopped_simulator_breaks_its_calls_unavailable_and_refuses_a_restart_the_same_way():
+@pytest.mark.parametrize("kind", [Streaming, AioStreaming])
+def test_a_stopped_simulator_breaks_its_calls_unavailable_and_refuses_a_restart_the_same_way(kind):
     # given 100 live calls, each on a simulator of its own, whose reader opens it again the moment it breaks
     seen = []
     for _ in range(100):
-        simulator = Streaming().listen()
+        simulator = kind().listen()
         with grpc.insecure_channel(simulator.endpoint) as channel:
             grpc.channel_ready_future(channel).result(timeout=10)
             reader = threading.Thread(target=lambda c=channel: seen.append(read_and_restart_at_once(c)))
@@ -120,3 +154,25 @@ def test_a_stopped_simulator_breaks_its_calls_unavailable_and_refuses_a_restart_
     # which no server going away sends and which a reader takes as permanent (the restart raced the
     # start of gRPC's shutdown in 3 of 100 stops when the calls were told to end first)
     assert seen == [["UNAVAILABLE", "UNAVAILABLE"]] * 100
+
+
+def test_an_aio_simulator_ends_a_call_its_client_left_at_once_and_refuses_from_plain_code():
+    # given a live call on a grpc.aio simulator
+    simulator = AioStreaming().listen()
+    try:
+        with grpc.insecure_channel(simulator.endpoint) as channel:
+            call = channel.unary_stream("/sim.Live/Follow")(b"")
+            assert next(call) == b"first"
+            # when its client cancels it
+            call.cancel()
+            # then the handler's wait ends without waiting for its hour
+            assert simulator.cancelled.wait(timeout=5)
+            # and a refusal raised by plain code reaches the client with its code and message
+            with pytest.raises(grpc.RpcError) as refused:
+                channel.unary_unary("/sim.Live/Refuse")(b"")
+            code, details = refused.value.code(), refused.value.details()
+            assert (code, details) == (grpc.StatusCode.NOT_FOUND, "no such thing")
+    finally:
+        simulator.stop(grace=0)
+    # and a stopped simulator's waits end at once
+    assert asyncio.run(simulator.wait_until_async(now_us() + 3600 * 10**6)) is False
