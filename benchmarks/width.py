@@ -172,8 +172,8 @@ def _worst(now: dict[str, float | None]) -> str:
 
 def child(total: int) -> dict:
     """Run one size in a process of its own; return its figures."""
-    argv = [a for a in sys.argv[1:] if a not in ("--plot",)]
-    argv = _without(argv, "--partitions") + ["--partitions", str(total), "--one"]
+    # The child measures one size: without --partitions' list nor --plot (flags and values).
+    argv = _without(sys.argv[1:], "--partitions") + ["--partitions", str(total), "--one"]
     proc = subprocess.Popen([sys.executable, __file__, *argv], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     result = None
     for line in proc.stdout:
