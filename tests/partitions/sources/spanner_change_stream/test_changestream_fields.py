@@ -95,7 +95,9 @@ def test_both_readers_read_without_building_the_clients_type_decoders(simulator,
         reader = AsyncChangeStreamReader(db, "Changes", dialect, 1_000)
         return [record async for record in reader.read(token, start, end)]
 
-    # then both read every record, decoded, and no type decoder was built
-    assert len(records) > 5
+    # then both read every record, decoded, and no type decoder was built (the client builds
+    # them on a query's first row, whatever its record: the session simulator's partitions
+    # live about 5 s, so the window may hold only a few heartbeats and the partition's end)
+    assert records
     assert asyncio.run(read_async()) == records
     assert built == []
