@@ -15,6 +15,8 @@ they read.
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
 import logging
 import threading
 import time
@@ -30,6 +32,7 @@ from streams.models import Stream
 
 from .checkpoint import Progress, apply_progress, mark_streams_healthy
 from .dbretry import replace_broken_connections
+from .leases import lease_delta
 
 log = logging.getLogger(__name__)
 # Waits this long after the first checkpoint of a batch for others to join it: a live
@@ -57,6 +60,9 @@ class Ticket:
     db_now: datetime | None = None
     error: BaseException | None = None
     future: asyncio.Future | None = None  # an awaited ticket's (checkpoint_async), set on its loop
+    # The partition as its read holds it (the last checkpoint's): a checkpoint that moves a
+    # live read on is then stored without building the row (store: _store_moving_on).
+    current: Partition | None = None
 
     def wait(self) -> Ticket:
         """Block until the writer stored (or refused) this checkpoint; re-raise its error.
@@ -79,16 +85,28 @@ class Writer:
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def checkpoint(self, partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Ticket:
+    def checkpoint(
+        self,
+        partition_id: int,
+        owner: str,
+        progress: Progress,
+        keep_lease: bool,
+        current: Partition | None = None,
+    ) -> Ticket:
         """Store the progress with the next batch; return its ticket once stored."""
-        return self.submit(Ticket(partition_id, owner, progress, keep_lease)).wait()
+        return self.submit(Ticket(partition_id, owner, progress, keep_lease, current=current)).wait()
 
     async def checkpoint_async(
-        self, partition_id: int, owner: str, progress: Progress, keep_lease: bool
+        self,
+        partition_id: int,
+        owner: str,
+        progress: Progress,
+        keep_lease: bool,
+        current: Partition | None = None,
     ) -> Ticket:
         """Store the progress with the next batch, awaited on the running event loop (no thread waits)."""
         stored: asyncio.Future[Ticket] = asyncio.get_running_loop().create_future()
-        self.submit(Ticket(partition_id, owner, progress, keep_lease, future=stored))
+        self.submit(Ticket(partition_id, owner, progress, keep_lease, future=stored, current=current))
         try:
             ticket = await asyncio.wait_for(stored, 2 * settings.CDC_LEASE_SECONDS)
         except TimeoutError:
@@ -193,30 +211,128 @@ def _update(rows: list[Partition]) -> None:
 
 def store(batch: list[Ticket]) -> None:
     """Store the batch's checkpoints in one transaction, setting each ticket's outcome."""
-    ids = sorted({t.partition_id for t in batch})
+    postgres = connections[Partition.objects.db].vendor == "postgresql"
+    moving_on = [t for t in batch if postgres and _moves_on(t)]
+    others = [t for t in batch if not (postgres and _moves_on(t))]
+    now, stream_of, changed_streams = None, {}, set()  # stream_of: each partition's stream
     with transaction.atomic():
-        # The rows alone: their streams (a few, read once below) joined to every row made it
-        # nearly twice as wide (43 columns, 19 timestamps, each through Django's Python
-        # loader; benchmarks/checkpoint_batch.py, docs/benchmarks.md, issue 22). A partition
-        # that ends loads its stream as it stores its children (apply_progress).
-        rows = Partition.objects.select_for_update(no_key=True)
-        locked = {p.pk: p for p in rows.annotate(db_now=Now()).filter(pk__in=ids).order_by("pk")}
-        changed: dict[int, Partition] = {}  # a partition checkpointed twice in a batch: one UPDATE
-        for ticket in batch:
-            row = locked.get(ticket.partition_id)
-            if row is None or row.lease_owner != ticket.owner or row.state == Partition.State.FINISHED:
-                continue
-            apply_progress(row, ticket.progress, row.db_now, ticket.keep_lease)
-            ticket.stored = row
-            changed[row.pk] = row
-        _update(list(changed.values()))
-        mark_streams_healthy({row.stream_id for row in changed.values()})
-        streams = Stream.objects.in_bulk({row.stream_id for row in locked.values()})
-    now = next((row.db_now for row in locked.values()), None)
+        if moving_on:
+            # Every row of the batch locked in id order first (two hosts never deadlock).
+            now = _lock(sorted({t.partition_id for t in batch}))
+            changed_streams |= _store_moving_on(moving_on, now)
+            stream_of.update((t.partition_id, t.current.stream_id) for t in moving_on)
+        if others:
+            # The rows alone: their streams (a few, read once below) joined to every row made
+            # it nearly twice as wide (43 columns, 19 timestamps, each through Django's Python
+            # loader; benchmarks/checkpoint_batch.py, docs/benchmarks.md, issue 22). A
+            # partition that ends loads its stream as it stores its children (apply_progress).
+            ids = sorted({t.partition_id for t in others})
+            rows = Partition.objects.select_for_update(no_key=True)
+            locked = {p.pk: p for p in rows.annotate(db_now=Now()).filter(pk__in=ids).order_by("pk")}
+            changed: dict[int, Partition] = {}  # a partition checkpointed twice in a batch: one UPDATE
+            for ticket in others:
+                row = locked.get(ticket.partition_id)
+                if row is None or row.lease_owner != ticket.owner or row.state == Partition.State.FINISHED:
+                    continue
+                apply_progress(row, ticket.progress, row.db_now, ticket.keep_lease)
+                ticket.stored = row
+                changed[row.pk] = row
+            _update(list(changed.values()))
+            now = now or next((row.db_now for row in locked.values()), None)
+            stream_of.update((pk, row.stream_id) for pk, row in locked.items())
+            changed_streams |= {row.stream_id for row in changed.values()}
+        mark_streams_healthy(changed_streams)
+        streams = Stream.objects.in_bulk(set(stream_of.values()))
     for ticket in batch:
-        row = locked.get(ticket.partition_id)
-        ticket.stream = streams.get(row.stream_id) if row is not None else None
+        ticket.stream = streams.get(stream_of.get(ticket.partition_id))
         ticket.db_now = now
+
+
+def _moves_on(ticket: Ticket) -> bool:
+    """Return whether the checkpoint only moves a live read on: it keeps the lease and ends nothing."""
+    progress = ticket.progress
+    return (
+        ticket.current is not None
+        and ticket.keep_lease
+        and progress.finish_at is None
+        and progress.ended is None
+    )
+
+
+def _lock(ids: list[int]) -> datetime | None:
+    """Lock the partitions' rows in id order; return the database's clock (None: none of them is left)."""
+    connection = connections[Partition.objects.db]
+    qn = connection.ops.quote_name
+    table, pk = qn(Partition._meta.db_table), qn(Partition._meta.pk.column)
+    with connection.cursor() as cursor:
+        # FOR NO KEY UPDATE: save_progress says why (a merge's two parents finishing at once).
+        cursor.execute(
+            f"SELECT {pk}, now() FROM {table} WHERE {pk} = ANY(%s) ORDER BY {pk} FOR NO KEY UPDATE", [ids]
+        )
+        rows = cursor.fetchall()
+    return rows[0][1] if rows else None
+
+
+# What a checkpoint that moves a live read on writes, as apply_progress would: one UPDATE
+# of the few columns it moves, from arrays of the batch's values, returning what the read
+# needs to go on. apply_progress built and wrote each row's 43 columns through Django,
+# which at 2,000 live partitions was most of the reader's time (py-spy, docs/benchmarks.md,
+# issue 22). PostgreSQL only; SQLite stores every checkpoint through apply_progress.
+MOVE_ON_SQL = """
+UPDATE {table} AS p SET
+    watermark = GREATEST(p.watermark, v.watermark),
+    last_progress_at = CASE WHEN v.watermark > p.watermark THEN now() ELSE p.last_progress_at END,
+    stalled = p.stalled AND v.watermark <= p.watermark,
+    stall_rule = CASE WHEN v.watermark > p.watermark THEN '' ELSE p.stall_rule END,
+    stall_evidence = CASE WHEN v.watermark > p.watermark THEN '{{}}'::jsonb ELSE p.stall_evidence END,
+    cursor = COALESCE(v.cursor::jsonb, p.cursor),
+    data_records = p.data_records + v.records,
+    mods = p.mods + v.mods,
+    bytes = p.bytes + v.bytes,
+    heartbeats = p.heartbeats + v.heartbeats,
+    lease_expires_at = now() + %s
+FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::text[], %s::bigint[], %s::bigint[],
+            %s::bigint[], %s::bigint[]) AS v(id, owner, watermark, cursor, records, mods, bytes, heartbeats)
+WHERE p.id = v.id AND p.lease_owner = v.owner AND p.state <> %s
+RETURNING p.id, p.lease_owner, p.watermark, p.last_progress_at, p.cursor::text, p.data_records, p.mods,
+    p.bytes, p.heartbeats, p.lease_expires_at, p.stalled, p.stall_rule, p.stall_evidence::text, p.state
+"""
+RETURNED = (
+    "watermark", "last_progress_at", "cursor", "data_records", "mods", "bytes", "heartbeats",
+    "lease_expires_at", "stalled", "stall_rule", "stall_evidence", "state",
+)  # fmt: skip
+JSON_RETURNED = {"cursor", "stall_evidence"}
+
+
+def _store_moving_on(tickets: list[Ticket], now: datetime | None) -> set[int]:
+    """Store checkpoints that move live reads on, in one statement; return the streams they moved."""
+    merged: dict[tuple[int, str], list] = {}  # a partition checkpointed twice in a batch: one row
+    for ticket in tickets:
+        p, key = ticket.progress, (ticket.partition_id, ticket.owner)
+        cursor = None if p.cursor is None else json.dumps(p.cursor)
+        m = merged.get(key)
+        if m is None:
+            merged[key] = [p.watermark, cursor, p.records, p.mods, p.bytes, p.heartbeats]
+        else:
+            m[0], m[1] = max(m[0], p.watermark), cursor if cursor is not None else m[1]
+            m[2], m[3], m[4], m[5] = m[2] + p.records, m[3] + p.mods, m[4] + p.bytes, m[5] + p.heartbeats
+    columns = [[key[0] for key in merged], [key[1] for key in merged]]
+    columns += [list(values) for values in zip(*merged.values(), strict=True)]
+    connection = connections[Partition.objects.db]
+    sql = MOVE_ON_SQL.format(table=connection.ops.quote_name(Partition._meta.db_table))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [lease_delta(), *columns, Partition.State.FINISHED])
+        returned = {(row[0], row[1]): row[2:] for row in cursor.fetchall()}
+    for ticket in tickets:
+        values = returned.get((ticket.partition_id, ticket.owner))
+        if values is None:
+            continue  # the lease was lost, or the partition had finished
+        stored = copy.copy(ticket.current)  # the read's own partition is left as it was
+        for name, value in zip(RETURNED, values, strict=True):
+            setattr(stored, name, json.loads(value) if name in JSON_RETURNED else value)
+        stored.lease_owner, stored.db_now = ticket.owner, now
+        ticket.stored = stored
+    return {ticket.current.stream_id for ticket in tickets if ticket.stored is not None}
 
 
 WRITER = Writer()

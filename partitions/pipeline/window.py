@@ -136,11 +136,13 @@ class InPlace:
 
     data_seconds: float | None = None  # records wait for the next checkpoint at its cadence
 
-    def save(self, partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Partition | None:
-        """Store the checkpoint (its records are landed: a database error retries it alone)."""
+    def save(
+        self, partition: Partition, owner: str, progress: Progress, keep_lease: bool
+    ) -> Partition | None:
+        """Store the read's checkpoint (its records are landed: a database error retries it alone)."""
         return retrying(
-            f"checkpoint of partition {partition_id}",
-            lambda: save_progress(partition_id, owner, progress, keep_lease=keep_lease),
+            f"checkpoint of partition {partition.pk}",
+            lambda: save_progress(partition.pk, owner, progress, keep_lease=keep_lease),
         )
 
     def reads_on(self, stream: Stream) -> bool:
@@ -167,15 +169,21 @@ class Batched(InPlace):
         # A live record is landed and stored within about this long of arriving.
         self.data_seconds = settings.CDC_CHECKPOINT_DATA_SECONDS
 
-    def save(self, partition_id: int, owner: str, progress: Progress, keep_lease: bool) -> Partition | None:
+    def save(
+        self, partition: Partition, owner: str, progress: Progress, keep_lease: bool
+    ) -> Partition | None:
         """Store the checkpoint with the next batch; keep what it read back."""
-        return self._stored(batch.WRITER.checkpoint(partition_id, owner, progress, keep_lease))
+        ticket = batch.WRITER.checkpoint(partition.pk, owner, progress, keep_lease, current=partition)
+        return self._stored(ticket)
 
     async def save_async(
-        self, partition_id: int, owner: str, progress: Progress, keep_lease: bool
+        self, partition: Partition, owner: str, progress: Progress, keep_lease: bool
     ) -> Partition | None:
         """The same, awaited on an event loop (a multiplexed live read)."""
-        return self._stored(await batch.WRITER.checkpoint_async(partition_id, owner, progress, keep_lease))
+        ticket = await batch.WRITER.checkpoint_async(
+            partition.pk, owner, progress, keep_lease, current=partition
+        )
+        return self._stored(ticket)
 
     def seed(self, stream: Stream, partition: Partition) -> None:
         """Start from the stream and the database's clock as the lease was taken: no query until stored."""
@@ -372,13 +380,13 @@ def _flush(w: Window, progress: Progress) -> Partition | None:
     """Land the progress's records durably, then checkpoint it; return the stored partition or None."""
     read_at = _land(w, progress)
     # The records are landed: a database error here retries the checkpoint alone.
-    return _stored(w, progress, read_at, w.store.save(w.partition.pk, w.owner, progress, keep_lease=True))
+    return _stored(w, progress, read_at, w.store.save(w.partition, w.owner, progress, keep_lease=True))
 
 
 async def _flush_async(w: Window, progress: Progress, offload) -> Partition | None:
     """_flush on an event loop: the landing offloaded, the checkpoint awaited."""
     read_at = await offload(_land, w, progress) if progress.data else _land(w, progress)
-    stored = await w.store.save_async(w.partition.pk, w.owner, progress, keep_lease=True)
+    stored = await w.store.save_async(w.partition, w.owner, progress, keep_lease=True)
     return _stored(w, progress, read_at, stored)
 
 
