@@ -190,3 +190,34 @@ def test_hundreds_of_live_reads_share_one_thread(simulator, wait_for):
         assert not loop.is_alive()
     finally:
         server.stop(grace=0)
+
+
+def test_a_read_does_not_ask_opentelemetry_for_its_tracer_provider_chunk_after_chunk(simulator, monkeypatch):
+    # given both clients of a database (made, as a worker makes them, before its reads)
+    from opentelemetry import trace
+
+    source = _source(simulator.emulator_host, "demo-db", "googlesql")
+    start = datetime.now(UTC) - timedelta(minutes=20)
+    token = next(iter(source.roots(start, start + WINDOW, ReadOptions(1_000)))).token
+    loop = asyncio.new_event_loop()  # the asyncio client is made once per loop, as on the live loop
+    loop.run_until_complete(
+        _read_async(source, PartitionState(token, start, start), start + WINDOW, ReadOptions(1_000))
+    )
+    asks = []
+    looked_up = trace.get_tracer_provider
+
+    def counted():
+        asks.append(1)
+        return looked_up()
+
+    monkeypatch.setattr(trace, "get_tracer_provider", counted)
+    # when a window is read on a thread and on an event loop
+    items = list(source.read(PartitionState(token, start, start), start + WINDOW, ReadOptions(1_000)))
+    read_async = _read_async(source, PartitionState(token, start, start), start + WINDOW, ReadOptions(1_000))
+    items_async, _ = loop.run_until_complete(read_async)
+    loop.close()
+    # then the clients used the provider they were given (it read os.environ on each ask:
+    # 7.5 % of a reader's time at 2,000 live partitions) and read the same window
+    assert len(items) > 2
+    assert items_async == items
+    assert asks == []
