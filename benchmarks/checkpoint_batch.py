@@ -40,6 +40,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--streams", type=int, default=20)
     parser.add_argument("--batch", type=int, default=0, help="checkpoints a batch (0: BATCH_ROWS)")
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--handed-only", action="store_true", help="the new path alone (to profile it)")
     return parser.parse_args()
 
 
@@ -117,7 +118,7 @@ def main() -> None:
         print("| stored | checkpoints/s | batch p50 ms | batch p99 ms | queries a batch |")
         print("|---|---|---|---|---|")
         ways = [("rows built (apply_progress)", False), ("partition handed (UPDATE ... RETURNING)", True)]
-        for name, handed in ways[1:] if "CKB_HANDED_ONLY" in __import__("os").environ else ways:
+        for name, handed in ways[1:] if args.handed_only else ways:
             run(partitions, size, 3.0, handed)  # warm: connection, caches, the tables' pages
             began = time.perf_counter()
             stored, times, queries = run(partitions, size, args.seconds, handed)
