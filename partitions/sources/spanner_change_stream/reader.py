@@ -86,8 +86,10 @@ def _observability() -> dict | None:
     chunk of a streamed result, and each ask reads os.environ for one: 7.5 % of a reader's
     interpreter time at 2,000 live partitions (py-spy, docs/benchmarks.md, issue 22). Until
     an application sets a provider the global one is a proxy, which hands spans to one set
-    later, so handing it over once changes no trace. A provider already set is left to the
-    client (None: the client's defaults).
+    later. A provider already set is left to the client (None: the client's defaults).
+    One difference remains: the client writes each database's name into these options as
+    it traces, so with a provider set after the clients are made and several databases on
+    one client, a span may carry another database's name.
     """
     provider = trace.get_tracer_provider()
     return {"tracer_provider": provider} if isinstance(provider, trace.ProxyTracerProvider) else None
