@@ -7,9 +7,11 @@ progress (already landed) to one thread, which stores every waiting checkpoint i
 transaction a few times a second: the rows locked in id order (two hosts never
 deadlock), each applied as save_progress applies one (checkpoint.apply_progress: never
 backwards, only while its reader holds the lease, children stored with the partition
-that ends), written with one plain UPDATE per row, and the streams' states, settings and
-the database's clock read back for the readers, who so never touch the database while
-they read.
+that ends), and the streams' states, settings and the database's clock read back for
+the readers, who so never touch the database while they read. On PostgreSQL a checkpoint
+that only moves a live read on is applied in SQL, one UPDATE for all of them
+(_store_moving_on); the others are applied to their built rows and written with one
+plain UPDATE per row (_update).
 """
 
 from __future__ import annotations
@@ -217,8 +219,10 @@ def _update(rows: list[Partition]) -> None:
 def store(batch: list[Ticket]) -> None:
     """Store the batch's checkpoints in one transaction, setting each ticket's outcome."""
     postgres = connections[Partition.objects.db].vendor == "postgresql"
-    moving_on = [t for t in batch if postgres and _moves_on(t)]
-    others = [t for t in batch if not (postgres and _moves_on(t))]
+    moving_on: list[Ticket] = []
+    others: list[Ticket] = []
+    for ticket in batch:
+        (moving_on if postgres and _moves_on(ticket) else others).append(ticket)
     now, stream_of, changed_streams = None, {}, set()  # stream_of: each partition's stream
     with transaction.atomic():
         if moving_on:
