@@ -2,7 +2,8 @@
 
 Starts the simulator serving S databases, each with one change stream of P fixed
 partitions (no splits or merges, a few records a minute per partition, heartbeats every
-2 s), and the Procfile's reader, housekeeping worker and beat at their defaults, all on the
+2 s), and the Procfile's reader (one process per core, as `make demo` runs it), housekeeping
+worker and beat at their defaults, all on the
 embedded defaults in a fresh CDC_VAR_DIR. It registers one stream per database starting a
 minute in the past, waits `--warmup` minutes, then for `--minutes` reads every stream's lag
 every 5 s (as the dashboard computes it) and the reader's memory (RSS of the worker and its
@@ -15,7 +16,7 @@ Goal (issue 22): 2,000 live partitions on one 2-core host, every stream's lag p9
 over 10 minutes, RSS <= 2 GiB, with no setting raised to the partition count.
 
 Run: .venv/bin/python benchmarks/width.py --partitions 100 500 2000 [--per-stream 100]
-     [--minutes 10] [--warmup 2] [--readers 1] [--plot docs/width.html]
+     [--minutes 10] [--warmup 2] [--readers N] [--plot docs/width.html]
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from procs import Deployment  # noqa: E402
 
+from cdcweb.demo import reader_processes  # noqa: E402
+
 SAMPLE_SECONDS = 5.0
 HEARTBEAT_MS = 2000
 
@@ -48,7 +51,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--minutes", type=float, default=10.0, help="minutes measured after the warm-up")
     parser.add_argument("--warmup", type=float, default=2.0, help="minutes to reach the live edge first")
     parser.add_argument("--records-per-minute", type=float, default=3.0, help="per partition")
-    parser.add_argument("--readers", type=int, default=1, help="reader processes (RSS: their sum)")
+    readers = "reader processes (RSS: their sum); default CDC_READERS or one per core"
+    parser.add_argument("--readers", type=int, default=reader_processes(), help=readers)
     parser.add_argument("--plot", default="", help="write a Plotly page of lag and RSS here")
     parser.add_argument("--profile", default="", help="py-spy record the reader into this SVG")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child: one size, JSON out

@@ -189,7 +189,7 @@ def ensure_alert_rules() -> list[str]:
     return done
 
 
-def banner(password: str | None) -> str:
+def banner(password: str | None, readers: int = 1) -> str:
     """Return what to tell the user: where to go and how to log in."""
     secret = (
         f"password: {password}   (shown once: note it now)"
@@ -203,6 +203,7 @@ def banner(password: str | None) -> str:
         f"  simulator: {os.environ['SPANNER_EMULATOR_HOST']} (databases demo-db, demo-pg)\n"
         f"  bigtable:  {os.environ['BIGTABLE_EMULATOR_HOST']} (table events)\n"
         f"  datastream: {os.environ['DATASTREAM_API_ENDPOINT']} (streams {', '.join(DEMO_DATASTREAM)})\n"
+        f"  readers:   {readers} process{'es' if readers > 1 else ''} (CDC_READERS)\n"
         "  stop:      Ctrl-C\n"
     )
 
@@ -211,6 +212,7 @@ def main() -> None:
     """Start the embedded database, prepare it and the streams, run the Procfile, stop the database."""
     os.chdir(ROOT)
     env = prepare_environment()
+    readers = reader_processes(env)  # a bad CDC_READERS stops the demo before anything starts
     var_dir = embedded_db.default_var_dir()
     if embedded_db.is_default():
         embedded_db.ensure_running(var_dir)
@@ -226,17 +228,37 @@ def main() -> None:
     password = ensure_admin()
     for line in [*ensure_streams(), *ensure_datastream_streams(), *ensure_alert_rules()]:
         print(f"  {line}")
-    print(banner(password), flush=True)
-    sys.exit(run_procfile(env, var_dir))
+    print(banner(password, readers), flush=True)
+    sys.exit(run_procfile(env, var_dir, readers))
 
 
-def run_procfile(env: dict[str, str], var_dir: Path) -> int:
+def reader_processes(environ=os.environ) -> int:
+    """Return how many reader processes to run: CDC_READERS, or one per core this process may use.
+
+    A reader's live reads share one event loop, which keeps one core busy at about 1,000 live
+    partitions (docs/benchmarks.md, issue 22); a second process on a second core takes its
+    share of the partitions by lease.
+    """
+    value = environ.get("CDC_READERS", "").strip()
+    if not value:
+        return max(1, len(os.sched_getaffinity(0)))
+    if not value.isdigit() or int(value) < 1:
+        raise SystemExit(f"CDC_READERS must be a whole number of processes, at least 1 (it is {value!r})")
+    return int(value)
+
+
+def honcho_command(honcho: str, readers: int) -> list[str]:
+    """Return the command that runs the Procfile, its reader line `readers` times (reader.1, ...)."""
+    return [honcho, "start", "-f", str(ROOT / "Procfile"), "-d", str(ROOT), "-c", f"reader={readers}"]
+
+
+def run_procfile(env: dict[str, str], var_dir: Path, readers: int) -> int:
     """Run every process of the Procfile under honcho until Ctrl-C, then stop the embedded database."""
-    honcho = str(Path(sys.executable).with_name("honcho"))
+    command = honcho_command(str(Path(sys.executable).with_name("honcho")), readers)
     # Ctrl-C reaches honcho too (same terminal), which stops every child; we wait for it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        return subprocess.call([honcho, "start", "-f", str(ROOT / "Procfile"), "-d", str(ROOT)], env=env)
+        return subprocess.call(command, env=env)
     finally:
         if embedded_db.is_default():
             embedded_db.stop(var_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -72,3 +73,30 @@ def test_the_procfile_serves_the_demos_datastream_streams():
     line = next(line for line in procfile.splitlines() if line.startswith("datastream:"))
     assert f"--streams {len(demo.DEMO_DATASTREAM)}" in line
     assert str(demo.DATASTREAM_PORT) in line
+
+
+def test_the_demo_runs_a_reader_process_per_core_unless_told():
+    assert demo.reader_processes({}) == len(os.sched_getaffinity(0))
+    assert demo.reader_processes({"CDC_READERS": " 3 "}) == 3
+    for bad in ("0", "-1", "two", "1.5"):
+        with pytest.raises(SystemExit, match="CDC_READERS must be a whole number"):
+            demo.reader_processes({"CDC_READERS": bad})
+
+
+def test_each_reader_process_of_the_demo_is_a_celery_node_of_its_own():
+    from honcho.environ import expand_processes, parse_procfile
+
+    command = demo.honcho_command("honcho", 3)
+    concurrency = dict(pair.split("=") for pair in command[command.index("-c") + 1].split(","))
+    procfile = parse_procfile((demo.ROOT / "Procfile").read_text())
+    processes = expand_processes(procfile.processes, {k: int(v) for k, v in concurrency.items()}, env={})
+    readers = [p for p in processes if p.name.startswith("reader.")]
+    names = []
+    for process in readers:  # the line as honcho runs it (sh -c), celery only echoing its node name
+        shell = 'celery() { while [ "$1" != -n ]; do shift; done; echo "$2"; }; ' + process.cmd
+        out = subprocess.run(["sh", "-c", shell], env={**process.env, "PATH": os.environ["PATH"]},
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        names.append(out.stdout.strip())
+    host = "%h"  # celery fills in the host name
+    assert names == [f"reader.1@{host}", f"reader.2@{host}", f"reader.3@{host}"]
+    assert sum(p.name.startswith("housekeeping.") for p in processes) == 1  # the other lines run once
