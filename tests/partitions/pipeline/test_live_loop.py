@@ -74,3 +74,44 @@ def test_live_partitions_share_the_loop_follow_the_edge_and_give_their_leases_ba
     assert reads.count() == 0
     held = Partition.objects.filter(pk__in=ids).exclude(lease_owner="", lease_expires_at=None)
     assert not held.exists(), list(held.values("pk", "lease_owner", "lease_expires_at"))
+
+
+def test_a_live_read_that_reaches_its_deadline_while_moving_reads_on_under_its_lease(
+    steady, queued, wait_for, monkeypatch, caplog
+):
+    # given a live partition read on the loop whose every query meets its deadline 2.5 s in
+    # (5 s windows, 1 s heartbeats): as a loop that fell a lease behind its windows' ends would
+    from partitions.pipeline import window
+
+    monkeypatch.setattr(window, "query_timeout", lambda end, windows=1: 2.5)
+    start = timezone.now() - timedelta(seconds=1)
+    stream = make_stream(
+        "behind", database="demo-db", change_stream=steady.config.stream, dialect="googlesql", start_at=start,
+        heartbeat_ms=1000, window_seconds=5, emulator_host=steady.emulator_host,
+    )  # fmt: skip
+    transition(stream, S.STARTING, by="test")
+    transition(stream, S.RUNNING, by="test")
+    now_us = int(timezone.now().timestamp() * 1e6)
+    steady.topology.ensure(now_us + 30_000_000)
+    token = steady.topology.live_at(now_us)[0].token
+    partition = Partition.objects.create(
+        stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
+    )
+    reads = LiveReads()
+    # when a read task hands it to a live read
+    with caplog.at_level("WARNING", logger="partitions.pipeline.window"):
+        assert services.read_next_window(partition, queued, live=reads) == "live"
+        # then its watermark follows the edge past several deadlines, the read never leaving the loop
+        mark = timezone.now() + timedelta(seconds=8)
+        wait_for(
+            "the watermark 8 s on",
+            lambda: Partition.objects.get(pk=partition.pk).watermark >= mark,
+            timeout=60,
+        )
+        reads.stop_all()
+    assert caplog.text.count("reached its deadline while moving") >= 2
+    assert not queued.reads  # never sent back through the queue
+    stream.refresh_from_db()
+    assert stream.consecutive_failures == 0
+    assert stream.state == S.RUNNING
+    assert not stream.errors.exists()

@@ -193,6 +193,56 @@ def test_a_read_task_reads_one_window_and_queues_the_next(simulator, settings, q
     assert expected
 
 
+def test_a_read_that_reaches_its_deadline_while_moving_reads_on_and_counts_no_failure(
+    simulator, settings, monkeypatch, queued, caplog
+):
+    # given a partition at the live edge that lives on, read with 1 s heartbeats in a 12 s window,
+    # whose query's deadline comes 4 s in: as a read in a process that fell that far behind
+    # its window's end would meet it (the deadline moved, not the process slowed)
+    settings.CDC_LANDING_URI = str(settings.VAR_DIR / "landing-behind")
+    now = timezone.now().replace(microsecond=0)
+    stream = running_stream(simulator, now, heartbeat_ms=1000, window=12)
+    partition = lasting_partition(simulator, stream, now, now + timedelta(seconds=30))
+    monkeypatch.setattr(window, "query_timeout", lambda end, windows=1: 4.0)
+    # when its window is read
+    with caplog.at_level("WARNING", logger="partitions.pipeline.window"):
+        outcome = services.read_next_window(partition, queued)
+    # then the query ended at its deadline with the watermark moved, and the read goes on from
+    # there: no error on the stream, nothing counted toward FAILED, the next read queued
+    partition.refresh_from_db()
+    stream.refresh_from_db()
+    assert "reached its deadline while moving" in caplog.text
+    assert outcome == "continued"
+    assert partition.watermark > now
+    assert not StreamError.objects.filter(stream=stream).exists()
+    assert stream.consecutive_failures == 0
+    assert stream.state == S.RUNNING
+    assert [pk for pk, _ in queued.reads] == [partition.pk]
+
+
+def test_a_read_that_reaches_its_deadline_without_moving_fails_as_before(
+    simulator, settings, monkeypatch, queued
+):
+    # given a read whose deadline comes before its first checkpoint could store anything
+    settings.CDC_LANDING_URI = str(settings.VAR_DIR / "landing-hung")
+    now = timezone.now().replace(microsecond=0)
+    stream = running_stream(simulator, now, heartbeat_ms=1000, window=12)
+    partition = lasting_partition(simulator, stream, now, now + timedelta(seconds=30))
+    monkeypatch.setattr(window, "query_timeout", lambda end, windows=1: 0.5)
+    # when its window is read
+    outcome = services.read_next_window(partition, queued)
+    # then it failed: recorded, counted, and retried after a backoff
+    stream.refresh_from_db()
+    partition.refresh_from_db()
+    assert outcome == "error"
+    assert list(StreamError.objects.filter(stream=stream).values_list("code", flat=True)) == [
+        "DEADLINE_EXCEEDED"
+    ]
+    assert stream.consecutive_failures == 1
+    assert partition.watermark == now
+    assert [pk for pk, _ in queued.reads] == [partition.pk]
+
+
 def lasting_start(simulator, around: datetime) -> datetime:
     """Return the first start from `around` on (by 5 s) at which some partition lives for a minute more.
 
