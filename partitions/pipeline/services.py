@@ -55,7 +55,8 @@ def read_next_window(
 
     With `live` (the worker's), a partition whose next read reaches the live edge is handed
     to a live read of its own, which reads on window after window (live.py); otherwise the
-    window is read here, in the caller's thread.
+    window is read here, in the caller's thread, and handed to a live read if that brought
+    it to the live edge.
 
     A database error of our own (the checkpoint already retried it for a lease) is not
     the source's: it is raised for the task's retry, which takes this attempt's lease
@@ -74,7 +75,25 @@ def read_next_window(
     done, outcome = read_and_settle(stream, partition, owner, queue)
     if done:
         return done
+    if live is not None and _caught_up(stream, outcome) and live.adopt(outcome.stored, stream, owner, queue):
+        return "live"  # read on from here under the same lease, not from the back of the queue
     return _continue_or_stop(stream, outcome, owner, queue)
+
+
+def _caught_up(stream: Stream, outcome: Outcome) -> bool:
+    """Return whether a read that goes on at once has brought its partition to the live edge.
+
+    A catch-up read ends a window short of now, so its next read is a live one. Queued, it
+    waited behind every other partition's reads and fell behind again: at 2,000 partitions
+    started a minute back on one reader, 1,454 reads went back to the queue, and beat queued
+    copies of those whose wait outlived their reservation (docs/benchmarks.md, issue 22).
+    """
+    return (
+        outcome.go_on
+        and not outcome.delay
+        and at_live_edge(outcome.stored, stream)
+        and stream_reads_on(stream)
+    )
 
 
 def at_live_edge(partition: Partition, stream: Stream) -> bool:

@@ -79,15 +79,15 @@ def test_live_partitions_share_the_loop_follow_the_edge_and_give_their_leases_ba
 def test_a_live_read_that_reaches_its_deadline_while_moving_reads_on_under_its_lease(
     steady, queued, wait_for, monkeypatch, caplog
 ):
-    # given a live partition read on the loop whose every query meets its deadline 2.5 s in
-    # (5 s windows, 1 s heartbeats): as a loop that fell a lease behind its windows' ends would
+    # given a live partition read on the loop whose every query meets its deadline 4 s in (10 s
+    # windows, each 5-15 s long; 1 s heartbeats): as a loop a lease behind its windows' ends would
     from partitions.pipeline import window
 
-    monkeypatch.setattr(window, "query_timeout", lambda end, windows=1: 2.5)
+    monkeypatch.setattr(window, "query_timeout", lambda end, windows=1: 4.0)
     start = timezone.now() - timedelta(seconds=1)
     stream = make_stream(
         "behind", database="demo-db", change_stream=steady.config.stream, dialect="googlesql", start_at=start,
-        heartbeat_ms=1000, window_seconds=5, emulator_host=steady.emulator_host,
+        heartbeat_ms=1000, window_seconds=10, emulator_host=steady.emulator_host,
     )  # fmt: skip
     transition(stream, S.STARTING, by="test")
     transition(stream, S.RUNNING, by="test")
@@ -102,9 +102,9 @@ def test_a_live_read_that_reaches_its_deadline_while_moving_reads_on_under_its_l
     with caplog.at_level("WARNING", logger="partitions.pipeline.window"):
         assert services.read_next_window(partition, queued, live=reads) == "live"
         # then its watermark follows the edge past several deadlines, the read never leaving the loop
-        mark = timezone.now() + timedelta(seconds=8)
+        mark = timezone.now() + timedelta(seconds=12)
         wait_for(
-            "the watermark 8 s on",
+            "the watermark 12 s on",
             lambda: Partition.objects.get(pk=partition.pk).watermark >= mark,
             timeout=60,
         )
@@ -115,3 +115,38 @@ def test_a_live_read_that_reaches_its_deadline_while_moving_reads_on_under_its_l
     assert stream.consecutive_failures == 0
     assert stream.state == S.RUNNING
     assert not stream.errors.exists()
+
+
+def test_a_read_that_catches_a_partition_up_hands_it_to_a_live_read_not_to_the_queue(
+    steady, queued, wait_for
+):
+    # given a partition 30 s behind in 5 s windows (more than two windows: the pool catches it up)
+    start = timezone.now() - timedelta(seconds=30)
+    stream = make_stream(
+        "caught-up", database="demo-db", change_stream=steady.config.stream, dialect="googlesql",
+        start_at=start, heartbeat_ms=1000, window_seconds=5, emulator_host=steady.emulator_host,
+    )  # fmt: skip
+    transition(stream, S.STARTING, by="test")
+    transition(stream, S.RUNNING, by="test")
+    now_us = int(timezone.now().timestamp() * 1e6)
+    steady.topology.ensure(now_us + 30_000_000)
+    token = next(p.token for p in steady.topology.live_at(int(start.timestamp() * 1e6)) if p.end_us is None)
+    partition = Partition.objects.create(
+        stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
+    )
+    reads = LiveReads()
+    # when its read task runs
+    outcome = services.read_next_window(partition, queued, live=reads)
+    # then it read the backlog here and went on as a live read under the same lease, not through the queue
+    try:
+        assert outcome == "live"
+        assert not queued.reads
+        assert reads.count() == 1
+        mark = timezone.now() + timedelta(seconds=3)
+        wait_for(
+            "the watermark past now",
+            lambda: Partition.objects.get(pk=partition.pk).watermark >= mark,
+            timeout=60,
+        )
+    finally:
+        reads.stop_all()
