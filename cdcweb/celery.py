@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 from celery import Celery
 from celery.signals import after_setup_logger, after_setup_task_logger, beat_init, worker_init
@@ -41,5 +42,25 @@ _beat_lock = []  # what holds the beat lock, referenced for the life of the proc
 @beat_init.connect
 def _one_beat_at_a_time(**_) -> None:
     """Start the embedded database if it is the default, then wait for the beat lock (cdcweb/beat_lock.py)."""
+    stop_between_queries()
     start_if_default()
     _beat_lock.append(hold_beat_lock())
+
+
+def stop_between_queries() -> None:
+    """Make SIGTERM and SIGINT stop beat with no query run inside the signal handler.
+
+    Celery's own handler saves the schedule from inside the handler. Beat's main thread
+    queries the database every tick, and psycopg holds its connection's lock while it
+    waits for an answer: a signal that came then ran the handler's query on the same
+    connection, which waited for that lock for ever, and beat did not exit (a test saw
+    beat still running 30 s after SIGTERM, once in 21 runs). Here the handler only raises
+    SystemExit: psycopg cancels a query it interrupts, and celery's Service.start saves
+    the schedule as its loop ends, out of the handler.
+    """
+
+    def stop(signum, frame) -> None:
+        raise SystemExit()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)

@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -74,3 +76,35 @@ def test_a_beat_process_sends_tasks_and_leaves_no_schedule_file(tmp_path):
     # and nothing was written beside the database: no celerybeat-schedule shelve anywhere
     assert not [p for p in tmp_path.rglob("*") if "celerybeat" in p.name]
     assert b"Traceback" not in beat.stderr.read()
+
+
+def test_sigterm_in_the_middle_of_a_query_stops_beat_at_once_and_leaves_the_connection_usable(
+    transactional_db,
+):
+    # given beat's signal handlers, and its main thread waiting on a query's answer
+    from django.db import connection
+
+    from cdcweb.celery import stop_between_queries
+
+    if connection.vendor != "postgresql":
+        pytest.skip("psycopg's connection lock is what a query in the handler waited on")
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    stop_between_queries()
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    started = time.monotonic()
+    try:
+        timer.start()
+        # when SIGTERM comes half a second into a five-second query
+        with pytest.raises(SystemExit), connection.cursor() as cursor:
+            cursor.execute("SELECT pg_sleep(5)")
+    finally:
+        timer.cancel()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    # then beat stops at once (the query is cancelled, not waited for; celery's own handler
+    # ran a query here, on this connection, and waited for ever on its lock)
+    assert time.monotonic() - started < 4
+    # and the connection answers the next query: the schedule is saved as the loop ends
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
