@@ -235,9 +235,9 @@ def main() -> None:
 def reader_processes(environ=os.environ) -> int:
     """Return how many reader processes to run: CDC_READERS, or one per core this process may use.
 
-    A reader's live reads share one event loop, which keeps one core busy at about 1,000 live
-    partitions (docs/benchmarks.md, issue 22); a second process on a second core takes its
-    share of the partitions by lease.
+    A reader's live reads share one event loop, which runs on one core: on 2 cores, one
+    process fell minutes behind at 2,000 live partitions and two held them within seconds
+    (docs/benchmarks.md, issue 22). The processes share the partitions out by lease.
     """
     value = environ.get("CDC_READERS", "").strip()
     if not value:
