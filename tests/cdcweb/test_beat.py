@@ -71,8 +71,12 @@ def test_a_beat_process_sends_tasks_and_leaves_no_schedule_file(tmp_path):
         wait_for("beat to send five tasks", lambda: len(sent()) >= 5, timeout=60)
     finally:
         os.killpg(beat.pid, signal.SIGTERM)
-        beat.wait(timeout=30)
-        embedded_db.stop(tmp_path / "var")
+        try:
+            beat.wait(timeout=30)  # beat exits on SIGTERM: failing here is the test's finding
+        finally:
+            if beat.poll() is None:
+                os.killpg(beat.pid, signal.SIGKILL)  # nothing left running after a failure
+            embedded_db.stop(tmp_path / "var")
     # and nothing was written beside the database: no celerybeat-schedule shelve anywhere
     assert not [p for p in tmp_path.rglob("*") if "celerybeat" in p.name]
     assert b"Traceback" not in beat.stderr.read()
