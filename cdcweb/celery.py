@@ -53,9 +53,10 @@ def stop_between_queries() -> None:
     Celery's own handler saves the schedule from inside the handler. Beat's main thread
     queries the database every tick, and psycopg holds its connection's lock (not
     reentrant) while it waits for an answer: a signal that came then ran the handler's
-    query on the same connection, which would wait for that lock for ever. That is the
-    likely cause of a beat a test saw still running 30 s after SIGTERM (test_beat, once
-    in the fresh-clone runs of issue 22). Here the handler only raises SystemExit: psycopg
+    query on the same connection, which waited for that lock for ever: a beat a test saw
+    still running after SIGTERM (test_beat, once in the fresh-clone runs of issue 22) was
+    found an hour later in Cursor.execute's lock, inside celery's handler, inside the
+    tick's own Cursor.execute (py-spy dump). Here the handler only raises SystemExit: psycopg
     cancels a query it interrupts, and celery's Service.start saves the schedule as its
     loop ends, out of the handler.
     """
