@@ -31,22 +31,32 @@ def steady(simulator):
         server.stop(grace=0)
 
 
+def running_stream(server, name: str, start, window_seconds: int) -> Stream:
+    """Return a RUNNING GoogleSQL stream of the simulator from `start`, with 1 s heartbeats."""
+    stream = make_stream(
+        name, database="demo-db", change_stream=server.config.stream, dialect="googlesql", start_at=start,
+        heartbeat_ms=1000, window_seconds=window_seconds, emulator_host=server.emulator_host,
+    )  # fmt: skip
+    transition(stream, S.STARTING, by="test")
+    return transition(stream, S.RUNNING, by="test")
+
+
+def scheduled(stream: Stream, token: str, start) -> Partition:
+    """Return a SCHEDULED partition of the stream, read from `start`."""
+    return Partition.objects.create(
+        stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
+    )
+
+
 def test_live_partitions_share_the_loop_follow_the_edge_and_give_their_leases_back_on_stop(
     steady, queued, wait_for
 ):
     # given a running stream with 1 s heartbeats and every partition live now, scheduled from 3 s back
     start = timezone.now() - timedelta(seconds=3)
-    stream = make_stream(
-        "loop", database="demo-db", change_stream=steady.config.stream, dialect="googlesql", start_at=start,
-        heartbeat_ms=1000, window_seconds=5, emulator_host=steady.emulator_host,
-    )  # fmt: skip
-    transition(stream, S.STARTING, by="test")
-    transition(stream, S.RUNNING, by="test")
+    stream = running_stream(steady, "loop", start, window_seconds=5)
     now_us = int(timezone.now().timestamp() * 1e6)
     steady.topology.ensure(now_us + 10_000_000)
-    tokens = [p.token for p in steady.topology.live_at(now_us)]
-    fields = {"stream": stream, "state": P.SCHEDULED, "start_at": start, "watermark": start}
-    partitions = [Partition.objects.create(token=token, **fields) for token in tokens]
+    partitions = [scheduled(stream, p.token, start) for p in steady.topology.live_at(now_us)]
     ids = [p.pk for p in partitions]
     reads, before = LiveReads(), threading.active_count()
 
@@ -85,18 +95,10 @@ def test_a_live_read_that_reaches_its_deadline_while_moving_reads_on_under_its_l
 
     monkeypatch.setattr(window, "query_timeout", lambda end, windows=1: 4.0)
     start = timezone.now() - timedelta(seconds=1)
-    stream = make_stream(
-        "behind", database="demo-db", change_stream=steady.config.stream, dialect="googlesql", start_at=start,
-        heartbeat_ms=1000, window_seconds=10, emulator_host=steady.emulator_host,
-    )  # fmt: skip
-    transition(stream, S.STARTING, by="test")
-    transition(stream, S.RUNNING, by="test")
+    stream = running_stream(steady, "behind", start, window_seconds=10)
     now_us = int(timezone.now().timestamp() * 1e6)
     steady.topology.ensure(now_us + 30_000_000)
-    token = steady.topology.live_at(now_us)[0].token
-    partition = Partition.objects.create(
-        stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
-    )
+    partition = scheduled(stream, steady.topology.live_at(now_us)[0].token, start)
     reads = LiveReads()
     # when a read task hands it to a live read
     with caplog.at_level("WARNING", logger="partitions.pipeline.window"):
@@ -122,18 +124,10 @@ def test_a_read_that_catches_a_partition_up_hands_it_to_a_live_read_not_to_the_q
 ):
     # given a partition 30 s behind in 5 s windows (more than two windows: the pool catches it up)
     start = timezone.now() - timedelta(seconds=30)
-    stream = make_stream(
-        "caught-up", database="demo-db", change_stream=steady.config.stream, dialect="googlesql",
-        start_at=start, heartbeat_ms=1000, window_seconds=5, emulator_host=steady.emulator_host,
-    )  # fmt: skip
-    transition(stream, S.STARTING, by="test")
-    transition(stream, S.RUNNING, by="test")
-    now_us = int(timezone.now().timestamp() * 1e6)
-    steady.topology.ensure(now_us + 30_000_000)
+    stream = running_stream(steady, "caught-up", start, window_seconds=5)
+    steady.topology.ensure(int(timezone.now().timestamp() * 1e6) + 30_000_000)
     token = next(p.token for p in steady.topology.live_at(int(start.timestamp() * 1e6)) if p.end_us is None)
-    partition = Partition.objects.create(
-        stream=stream, token=token, state=P.SCHEDULED, start_at=start, watermark=start
-    )
+    partition = scheduled(stream, token, start)
     reads = LiveReads()
     # when its read task runs
     outcome = services.read_next_window(partition, queued, live=reads)
