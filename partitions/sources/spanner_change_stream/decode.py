@@ -71,6 +71,21 @@ class GoogleSqlDecoder:
     def decode(self, value_pb: Any, partition_token: str | None) -> ChangeRecord:
         """Return the record held by the ChangeRecord column value of one row."""
         outer = value_pb.list_value.values
+        if len(outer) == 1:
+            arrays = outer[0].list_value.values
+            # The usual row first: one data change record, the other two arrays empty (a
+            # NULL array reads as empty). 5-10 % faster than counting all three arrays'
+            # records first (profile, issue 22); any other row takes the checking way below.
+            if len(arrays) == 3:
+                data = arrays[0].list_value.values
+                if len(data) == 1 and not arrays[1].list_value.values and not arrays[2].list_value.values:
+                    values = data[0].list_value.values
+                    plain = self._plain_data_change_record(values, partition_token)
+                    return plain or self._data_change_record(values, partition_token)
+        return self._checked_decode(value_pb, partition_token)
+
+    def _checked_decode(self, value_pb: Any, partition_token: str | None) -> ChangeRecord:
+        outer = value_pb.list_value.values
         if len(outer) != 1:
             raise ChangeRecordError(
                 f"expected an array of one element, got {len(outer)} elements",

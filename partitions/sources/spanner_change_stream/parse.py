@@ -420,12 +420,6 @@ def decode_postgresql_value(value_pb: Any, partition_token: str | None) -> Chang
 # the orjson and checking paths, which decide as before.
 
 
-class _PgMod(msgspec.Struct):
-    keys: dict
-    new_values: dict
-    old_values: dict
-
-
 class _PgDataChangeRecord(msgspec.Struct):
     commit_timestamp: str  # a str: msgspec rounds to microseconds, parse_timestamp truncates
     record_sequence: str
@@ -433,7 +427,7 @@ class _PgDataChangeRecord(msgspec.Struct):
     is_last_record_in_transaction_in_partition: bool
     table_name: str
     column_types: msgspec.Raw
-    mods: list[_PgMod]
+    mods: tuple[Mod, ...]  # msgspec builds the frozen dataclasses itself
     mod_type: str
     value_capture_type: str
     number_of_records_in_transaction: int
@@ -483,7 +477,7 @@ def typed_data_change_record(text: str) -> DataChangeRecord | None:
         body.is_last_record_in_transaction_in_partition,
         table,
         column_types,
-        tuple([_new_mod(m.keys, m.new_values, m.old_values) for m in body.mods]),
+        body.mods,
         mod_type,
         vct,
         body.number_of_records_in_transaction,
