@@ -1,8 +1,8 @@
 """The reader's hot path: GoogleSQL change records decoded straight from protobuf values.
 
 Rows read with ``lazy_decode=True`` arrive as raw ``struct_pb2.Value`` objects; this
-module reads the one ChangeRecord shape from them directly, about 3x faster than the
-client's generic decode followed by ``parse.parse_googlesql_row``. Both give identical
+module reads the one ChangeRecord shape from them directly, over 5x faster than the
+client's generic decode alone (docs/benchmarks.md, issue 22's goal 4). Both give identical
 records (a test checks it); anything unusual falls back to the checking builder of
 ``parse``, which names the field and the partition in its error.
 """
