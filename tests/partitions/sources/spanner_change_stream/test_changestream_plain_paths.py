@@ -9,7 +9,7 @@ import random
 import pytest
 from changestream_wire import googlesql_value, postgresql_value, random_records
 
-from partitions.sources.spanner_change_stream.decode import GoogleSqlDecoder
+from partitions.sources.spanner_change_stream.decode import GoogleSqlDecoder, _plain_mods
 from partitions.sources.spanner_change_stream.errors import ChangeRecordError
 from partitions.sources.spanner_change_stream.parse import (
     build_record,
@@ -163,6 +163,7 @@ def test_mod_values_decode_as_the_stdlib_reads_them_on_both_typed_paths():
         body["mods"][0]["new_values"] = json.loads(text)
         as_dumped = json.dumps(body["mods"][0]["new_values"])
         pg_text = json.dumps({"data_change_record": body}).replace(as_dumped, text)
+        assert text in pg_text  # the long spelling is what the typed path reads
         record = typed_data_change_record(pg_text)
         assert record is not None
         expected = json.loads(text)
@@ -171,5 +172,6 @@ def test_mod_values_decode_as_the_stdlib_reads_them_on_both_typed_paths():
         value = googlesql_value({"data_change_record": body})
         dcr = value.list_value.values[0].list_value.values[0].list_value.values[0]
         dcr.list_value.values[6].list_value.values[0].list_value.values[1].string_value = text
+        assert _plain_mods(dcr.list_value.values[6].list_value.values) is not None  # msgspec took it
         decoded = GoogleSqlDecoder().decode(value, "t")
         assert decoded.mods[0].new_values == json.loads(text)
