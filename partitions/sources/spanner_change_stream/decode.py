@@ -106,11 +106,8 @@ class GoogleSqlDecoder:
         children = arrays[2].list_value.values
         if len(data) + len(heartbeat) + len(children) != 1:
             _fail_kinds((data, heartbeat, children), partition_token)
-        if data:
-            values = data[0].list_value.values
-            return self._plain_data_change_record(values, partition_token) or self._data_change_record(
-                values, partition_token
-            )
+        # One data change record alone took decode's first branch; here it is a heartbeat or
+        # children.
         if heartbeat:
             return _heartbeat_pb(heartbeat[0].list_value.values, partition_token)
         return _child_partitions_pb(children[0].list_value.values, partition_token)
