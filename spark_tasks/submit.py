@@ -9,7 +9,12 @@ nothing from G1's concurrent threads). Stopping at the C1 tier
 (``-XX:TieredStopAtLevel=1``) saved C2's compile time on a 1M-mod run, but at 10M
 mods Spark's generated aggregation code then ran about half as fast (throughput table
 from 5M records: 72 JVM CPU-seconds with C1 only, 30-41 with C2), so the default tiers
-win where the time goes.
+win where the time goes. What the default tiers do cost is C2 compiling lukewarm code:
+at 10M mods C2 spent 37-40 CPU-s on 4,300 methods (``-XX:+CITime``), on two cores
+where the job's tasks want both. Raising the C2 tier's thresholds tenfold
+(``TIER4_THRESHOLDS``) leaves the hot loops to C2 and the rest at C1: 2,750 methods,
+22-23 CPU-s of C2, 10-12 CPU-s and ~3 s of wall less for the whole job
+(docs/benchmarks.md, issue 22 goal 5); thirtyfold saved no more wall.
 
 The heap is fixed (``-Xms`` = ``--driver-memory``) and glibc is held to two malloc
 arenas (``SUBMIT_ENV``): with a 1g heap that could grow, the parallel collector let a
@@ -38,7 +43,12 @@ import shutil
 import time
 from pathlib import Path
 
-DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
+# C2 (tier 4) compiles a method after ten times HotSpot's default invocations and loops.
+TIER4_THRESHOLDS = (
+    "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
+    " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
+)
+DRIVER_JAVA_OPTIONS = f"-XX:+UseParallelGC {TIER4_THRESHOLDS}"
 DRIVER_MEMORY = "640m"
 # The environment spark-submit needs beside the options: one malloc arena per core
 # instead of eight, so native allocations of Spark's many threads do not fragment
