@@ -9,6 +9,7 @@ wait_for: the one polling helper. A directory's conftest.py adds only what is it
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import os
@@ -73,6 +74,7 @@ def pytest_collection_modifyitems(config, items):
     itself and leave the second core to the end-to-end module's processes. Their
     relative order, and every module's own, stay.
     """
+    _unique_test_ids(items)
     if not hasattr(config, "workerinput"):
         return
     alone = {item.module for item in items if _runs_alone(item)}
@@ -84,6 +86,27 @@ def pytest_collection_modifyitems(config, items):
         with open(tmp, "w", encoding="utf-8") as out:
             json.dump(names, out)
         os.replace(tmp, path)
+
+
+def _unique_test_ids(items) -> None:
+    """Give every test its own id; stop the run if two still share one.
+
+    schemathesis (4.32) names each API operation's test ``test[GET /path]`` but leaves
+    it without parameters, and pytest 9 builds a test's id from its function's name and
+    parameters alone: all 51 operations of test_api_schema got one id. xdist schedules
+    by id, so under `make test` 50 of them were silently not run. The operation goes
+    back into the id as its parameters (pytest 9 has no public way to set an id).
+    """
+    for item in items:
+        original = getattr(item, "originalname", None)
+        if original and item.name != original and getattr(item, "callspec", None) is None:
+            label = item.name.removeprefix(f"{original}[").removesuffix("]")
+            if label != item.name:
+                item._id = item.parent.id.child(original).with_params(label)
+    ids = collections.Counter(item.nodeid for item in items)
+    shared = sorted(nodeid for nodeid, count in ids.items() if count > 1)
+    if shared:
+        raise pytest.UsageError(f"tests share an id, so xdist would run only one of each: {shared[:5]}")
 
 
 def pytest_configure_node(node):
