@@ -33,11 +33,11 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# One process by default. On two cores, two pytest-xdist workers ran two timing-bound
-# end-to-end modules at once and four of them missed their deadlines (docs/benchmarks.md,
-# issue 22, goal 6); `make test PYTEST_ARGS="-n 2 --dist loadfile --no-loadscope-reorder"`
-# runs it that way (a module to each worker, the end-to-end modules first) on more cores.
-PYTEST_ARGS ?=
+# Two pytest-xdist workers: the end-to-end and Spark modules one after another on one,
+# every other module on the other, a module at a time (the group and its scheduler:
+# tests/conftest.py). Two end-to-end modules at once on two cores missed deadlines
+# (docs/benchmarks.md, issue 22, goal 6). `make test PYTEST_ARGS=` runs one process.
+PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
 
 test: lint
 	$(PY) manage.py makemigrations --check --dry-run
