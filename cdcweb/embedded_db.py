@@ -27,6 +27,7 @@ import hashlib
 import importlib.util
 import os
 import pwd
+import shutil
 import subprocess
 import tempfile
 import time
@@ -93,7 +94,8 @@ def server_home(var_dir: Path) -> Path:
         return var_dir
     var_dir.mkdir(parents=True, exist_ok=True)
     var_dir.chmod(var_dir.stat().st_mode | 0o011)  # our own folder: let the server's user through
-    reach = subprocess.run(["test", "-x", str(var_dir)], capture_output=True, **_as_server_user())
+    command, switch = _as_server_user(["test", "-x", str(var_dir)])
+    reach = subprocess.run(command, capture_output=True, **switch)
     if reach.returncode == 0:
         return var_dir
     digest = hashlib.sha256(str(var_dir).encode()).hexdigest()[:12]
@@ -131,12 +133,23 @@ def url(var_dir: Path, database: str = DATABASE) -> str:
     return f"postgres://{USER}@{host}:{PORT}/{database}"
 
 
-def _as_server_user() -> dict:
-    """Return subprocess arguments that run a program as the server's user (only root must switch)."""
+def _as_server_user(command: list[str]) -> tuple[list[str], dict]:
+    """Return ``command`` and subprocess arguments that run it as the server's user (only root switches).
+
+    util-linux's setpriv switches, where it is installed: Python's subprocess then starts
+    the program with vfork, as for any other. With ``user=``/``group=`` it must fork() a
+    copy of this process instead, and in a process whose other threads are inside gRPC
+    (the tests' in-process simulators) that copy once died of a segmentation fault
+    before it could exec pg_ctl (issue 22).
+    """
     if os.geteuid() != 0:
-        return {}
+        return command, {}
     entry = pwd.getpwnam(ROOT_RUNS_AS)
-    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        ids = ["--reuid", str(entry.pw_uid), "--regid", str(entry.pw_gid), "--clear-groups"]
+        return [setpriv, *ids, "--", *command], {}
+    return command, {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
 def _own(path: Path) -> None:
@@ -146,9 +159,8 @@ def _own(path: Path) -> None:
 
 
 def _run(program: str, *args: str, log: Path | None = None) -> None:
-    done = subprocess.run(
-        [str(bin_dir() / program), *args], capture_output=True, text=True, timeout=120, **_as_server_user()
-    )
+    command, switch = _as_server_user([str(bin_dir() / program), *args])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, **switch)
     if done.returncode:
         where = f"; its log: {log}" if log else ""
         hint = (

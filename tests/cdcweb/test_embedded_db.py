@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -83,3 +85,15 @@ def test_as_root_a_var_dir_the_server_user_cannot_reach_keeps_its_server_in_var_
         embedded_db.stop(var_dir, mode="immediate")
         shutil.rmtree(embedded_db.server_home(var_dir), ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to another user")
+def test_as_root_the_server_programs_run_as_its_user_without_forking_this_process():
+    # given a program run the way the server's programs are (pg_ctl, initdb)
+    command, switch = embedded_db._as_server_user(["id", "-u"])
+    # when it runs, then it runs as the server's user
+    done = subprocess.run(command, capture_output=True, text=True, check=True, **switch)
+    assert int(done.stdout) == pwd.getpwnam(embedded_db.ROOT_RUNS_AS).pw_uid
+    # and setpriv switched, not subprocess: with user= or group= subprocess must fork() a
+    # copy of this process (the tests' gRPC threads and all) where it otherwise vforks
+    assert not switch
