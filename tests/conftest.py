@@ -47,15 +47,28 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
         database.setdefault("TEST", {})["NAME"] = f"test_{database['NAME']}_{os.getpid()}"
 
 
-# Under xdist, the worker's collection names the modules that run one after another on
-# one worker (see below) in this file; the controller's scheduler reads it.
+# Under xdist, the worker's collection names each end-to-end and Spark module's kind
+# (see below) in this file; the controller's scheduler reads it.
 TOGETHER_FILE = "cdcweb_together"
 _together_dir = pytest.StashKey[str]()
+TIMED, LONG = "timed", "long"  # the two kinds of module that need cores of their own
 
 
-def _runs_alone(item) -> bool:
-    """Return whether ``item`` needs the machine's cores to itself: end-to-end or Spark."""
-    return item.get_closest_marker("slow") is not None or "spark" in getattr(item, "fixturenames", ())
+def _kind(item) -> str | None:
+    """Return what ``item`` asks of the machine: LONG, TIMED, or None for a test run in this process.
+
+    An end-to-end (``slow``) test starts servers and workers and waits for them; a Spark
+    one keeps two task threads busy. TIMED: its deadlines or assertions are about time
+    (a lease lapses, the live edge within heartbeats, a browser's wait), so it needs the
+    cores it has in a one-process run. LONG (the ``long_deadlines`` mark, and every test
+    of the session's Spark): its waits are minutes long and it asserts what lands, not
+    when, so another LONG module may run beside it.
+    """
+    spark = "spark" in getattr(item, "fixturenames", ())
+    slow = item.get_closest_marker("slow") is not None
+    if item.get_closest_marker("long_deadlines") is not None or (spark and not slow):
+        return LONG
+    return TIMED if slow or spark else None
 
 
 def _module_id(nodeid: str) -> str:
@@ -63,25 +76,30 @@ def _module_id(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, name the end-to-end and Spark modules for the scheduler, and sort them first.
+    """Under pytest-xdist, name the end-to-end and Spark modules' kinds for the scheduler, and sort them.
 
     `make test` runs the suite on two workers (``-n 2 --dist loadgroup``, the scheduler
-    below). The end-to-end modules start servers, workers and simulators and wait for
-    them against deadlines, and the Spark ones keep two task threads busy: two of them
-    at once on two cores missed deadlines (docs/benchmarks.md, issue 22, goal 6). So
-    they run one after another on one worker, as in a one-process run, while the other
-    worker runs the rest, a module at a time: those tests run in the test process
-    itself and leave the second core to the end-to-end module's processes. Their
-    relative order, and every module's own, stay.
+    below). Two end-to-end modules at once on two cores missed deadlines
+    (docs/benchmarks.md, issue 22, goal 6), so the TIMED modules run one after another
+    on one worker, first, while the other worker runs the modules whose tests run in the
+    test process itself (they leave the second core to the TIMED module's processes).
+    The LONG modules come last, one each to whichever worker is free, two at once, but
+    never beside a TIMED one. Each kind's modules keep their relative order, and every
+    module its own.
     """
     _unique_test_ids(items)
     if not hasattr(config, "workerinput"):
         return
-    alone = {item.module for item in items if _runs_alone(item)}
-    items.sort(key=lambda item: item.module not in alone)
+    kinds: dict = {}
+    for item in items:
+        kind = _kind(item)
+        if kind is not None and kinds.get(item.module) != TIMED:
+            kinds[item.module] = kind  # one TIMED test makes its module TIMED
+    order = {TIMED: 0, None: 1, LONG: 2}
+    items.sort(key=lambda item: order[kinds.get(item.module)])
     path = config.workerinput.get(TOGETHER_FILE)
     if path:  # every worker collects the same tests and writes the same names
-        names = sorted({_module_id(item.nodeid) for item in items if item.module in alone})
+        names = {_module_id(item.nodeid): kinds[item.module] for item in items if item.module in kinds}
         tmp = f"{path}.{config.workerinput['workerid']}"
         with open(tmp, "w", encoding="utf-8") as out:
             json.dump(names, out)
@@ -126,28 +144,55 @@ def pytest_unconfigure(config):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Under ``--dist loadgroup``, schedule the modules named together as one unit, the rest by module.
+    """Under ``--dist loadgroup``, run the TIMED modules as one unit and never beside a LONG one.
 
-    (xdist's own group marks no longer reach its scheduler under pytest 9: the test ids
-    it extends are not the ones reported.)
+    Every other module is a unit of its own. A LONG module waits for a free worker while
+    the TIMED unit still runs on the other one. (xdist's own group marks no longer reach
+    its scheduler under pytest 9: the test ids it extends are not the ones reported.)
     """
     if config.getvalue("dist") != "loadgroup":
         return None
+    return _make_scheduler(config, log, os.path.join(config.stash[_together_dir], "together.json"))
+
+
+def _make_scheduler(config, log, path: str):
     from xdist.scheduler import LoadScopeScheduling
 
-    path = os.path.join(config.stash[_together_dir], "together.json")
+    class TimedApartFromLong(LoadScopeScheduling):
+        kinds: dict[str, str] | None = None
 
-    class ModulesAndOneGroup(LoadScopeScheduling):
-        together: frozenset[str] | None = None
+        def _kind_of(self, nodeid: str) -> str | None:
+            if self.kinds is None:  # read once every worker has collected
+                with open(path, encoding="utf-8") as names:
+                    self.kinds = json.load(names)
+            return self.kinds.get(_module_id(nodeid))
 
         def _split_scope(self, nodeid: str) -> str:
-            if self.together is None:  # read once every worker has collected
-                with open(path, encoding="utf-8") as names:
-                    self.together = frozenset(json.load(names))
-            module = _module_id(nodeid)
-            return "end-to-end" if module in self.together else module
+            return "end-to-end" if self._kind_of(nodeid) == TIMED else _module_id(nodeid)
 
-    return ModulesAndOneGroup(config, log)
+        def _timed_elsewhere(self, node) -> bool:
+            """Return whether a node other than ``node`` has TIMED tests still to run."""
+            return any(
+                other is not node and not done and self._kind_of(nodeid) == TIMED
+                for other, work in self.assigned_work.items()
+                for unit in work.values()
+                for nodeid, done in unit.items()
+            )
+
+        def _reschedule(self, node) -> None:
+            if self.workqueue and not node.shutting_down:
+                nodeid = next(iter(next(iter(self.workqueue.values()))))
+                if self._kind_of(nodeid) == LONG and self._timed_elsewhere(node):
+                    return  # asked again as each of the other node's tests completes
+            super()._reschedule(node)
+
+        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+            super().mark_test_complete(node, item_index, duration)
+            for other in self.nodes:  # a node held back may go on once TIMED work is done
+                if other is not node:
+                    self._reschedule(other)
+
+    return TimedApartFromLong(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)

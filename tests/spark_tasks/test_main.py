@@ -10,6 +10,8 @@ import pytest
 
 from spark_tasks.submit import CDS_DIR, runtime_key, submit_options
 
+# spark-submit runs here have minutes to finish and only their results are asserted.
+pytestmark = pytest.mark.long_deadlines
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
 

@@ -38,7 +38,7 @@ from tests.partitions.pipeline.conftest import (  # noqa: F401 - the fixtures
 
 # A report takes about 30 s on a quiet machine; on a loaded 2-core one Spark took 317 s, past
 # the suite's 300 s per test (the first test's set-up runs the report): waits here are long.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.long_deadlines, pytest.mark.timeout(1200)]
 S = Report.Status
 SPAN = timedelta(seconds=20)
 # Two cores are shared with the pipeline's processes: keep Spark small.

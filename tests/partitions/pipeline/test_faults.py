@@ -37,7 +37,7 @@ from tests.factories.redis_server import RedisServer
 from tests.partitions.pipeline.conftest import _wait_for
 from tests.partitions.pipeline.test_pipeline import create_stream, landed_keys, truth_keys
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long_deadlines]
 S = Stream.State
 AHEAD = timedelta(seconds=150)
 PRODUCTION_ENV = {"SPANNER_DISABLE_BUILTIN_METRICS": "true", "PYTHONUNBUFFERED": "1"}

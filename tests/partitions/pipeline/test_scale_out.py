@@ -20,7 +20,7 @@ from streams.models import Stream
 from tests.factories.redis_server import RedisServer
 from tests.partitions.pipeline.test_pipeline import create_stream, truth_keys, wait_until_finished
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long_deadlines]
 S = Stream.State
 # Production defaults but for the broker's polling (unused with Redis) and the client's metrics.
 PRODUCTION_ENV = {"SPANNER_DISABLE_BUILTIN_METRICS": "true", "PYTHONUNBUFFERED": "1"}
