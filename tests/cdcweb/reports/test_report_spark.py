@@ -25,6 +25,7 @@ from cdcweb.reports.models import Report
 from cdcweb.reports.tasks import run_report_task
 from partitions.pipeline import landing
 from partitions.sources.landing import DEDUPE_KEY
+from spark_tasks.submit import CDS_DIR
 from streams.models import Stream
 from tests.partitions.pipeline.conftest import (  # noqa: F401 - the fixtures
     _wait_for,
@@ -49,6 +50,11 @@ SPARK_ENV = {"SPARK_MASTER": "local[2]", "CDC_SPARK_DRIVER_MEMORY": "512m"}
 def landed(pipeline, sim) -> Stream:  # noqa: F811
     """Return a stream whose 20 s of past changes a real worker has read and landed."""
     pipeline.env.update(SPARK_ENV)
+    # The reports worker maps the suite's class-data-sharing archive (CDC_VAR_DIR/cds), as a
+    # host's worker maps the one its first job wrote, instead of dumping one of its own in
+    # its first job (about 20 s: writing, mapping and refusing one is test_main's test).
+    CDS_DIR.mkdir(parents=True, exist_ok=True)
+    (pipeline.var_dir / "cds").symlink_to(CDS_DIR, target_is_directory=True)
     pipeline.beat()
     pipeline.worker("w1")
     pipeline.reports()
