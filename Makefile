@@ -14,14 +14,11 @@ COMPILE := $(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --st
 
 venv: $(STAMP)
 
-# Reinstalled whenever a lock is newer than the stamp; every hash is checked (--require-hashes).
-# pip installs uv alone, from its lines of the dev lock; uv installs both locks in about
-# 20 s where pip took 53 s (docs/benchmarks.md, issue 22, goal 6).
+# Reinstalled whenever a lock is newer than the stamp; pip checks every hash (--require-hashes).
 $(STAMP): $(LOCKS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	awk '/^[^ #]/ { uv = /^uv==/ } uv' requirements-dev.txt > $(VENV)/uv-lock.txt
-	$(PY) -m pip install --quiet --require-hashes --no-deps -r $(VENV)/uv-lock.txt
-	$(VENV)/bin/uv pip install --quiet --python $(PY) --require-hashes -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --require-hashes -r requirements.txt -r requirements-dev.txt
 	touch $(STAMP)
 
 lock: venv
