@@ -84,8 +84,8 @@ def pytest_collection_modifyitems(config, items):
     on one worker, first, while the other worker runs the modules whose tests run in the
     test process itself (they leave the second core to the TIMED module's processes).
     The LONG modules come last, one each to whichever worker is free, two at once, but
-    never beside a TIMED one; the marked ones (minutes each) before the Spark ones. Each
-    kind's modules keep their relative order, and every module its own.
+    never beside a TIMED one. Each kind's modules keep their relative order, and every
+    module its own.
     """
     _unique_test_ids(items)
     if not hasattr(config, "workerinput"):
@@ -96,11 +96,7 @@ def pytest_collection_modifyitems(config, items):
         if kind is not None and kinds.get(item.module) != TIMED:
             kinds[item.module] = kind  # one TIMED test makes its module TIMED
     order = {TIMED: 0, None: 1, LONG: 2}
-    # Among the LONG modules the marked ones (minutes each) go first and the in-process
-    # Spark ones (seconds) last, so the two workers end close together.
-    items.sort(
-        key=lambda item: (order[kinds.get(item.module)], item.get_closest_marker("long_deadlines") is None)
-    )
+    items.sort(key=lambda item: order[kinds.get(item.module)])
     path = config.workerinput.get(TOGETHER_FILE)
     if path:  # every worker collects the same tests and writes the same names
         names = {_module_id(item.nodeid): kinds[item.module] for item in items if item.module in kinds}
