@@ -33,9 +33,10 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# Two pytest-xdist workers: the end-to-end and Spark modules one after another on one,
-# every other module on the other, a module at a time (the group and its scheduler:
-# tests/conftest.py). Two end-to-end modules at once on two cores missed deadlines
+# Two pytest-xdist workers: the timed end-to-end and Spark modules one after another on
+# one, the in-process modules on the other, a module at a time; then the long-deadline
+# ones two at once, never beside a timed one (the kinds and the scheduler:
+# tests/conftest.py). Two timed modules at once on two cores missed deadlines
 # (docs/benchmarks.md, issue 22, goal 6). `make test PYTEST_ARGS=` runs one process.
 PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
 
