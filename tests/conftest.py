@@ -52,6 +52,7 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
 TOGETHER_FILE = "cdcweb_together"
 _together_dir = pytest.StashKey[str]()
 TIMED, LONG = "timed", "long"  # the two kinds of module that need cores of their own
+TIMED_UNIT = "end-to-end"  # the scheduler's one unit of every TIMED module
 
 
 def _kind(item) -> str | None:
@@ -168,15 +169,13 @@ def _make_scheduler(config, log, path: str):
             return self.kinds.get(_module_id(nodeid))
 
         def _split_scope(self, nodeid: str) -> str:
-            return "end-to-end" if self._kind_of(nodeid) == TIMED else _module_id(nodeid)
+            return TIMED_UNIT if self._kind_of(nodeid) == TIMED else _module_id(nodeid)
 
         def _timed_elsewhere(self, node) -> bool:
-            """Return whether a node other than ``node`` has TIMED tests still to run."""
+            """Return whether a node other than ``node`` has TIMED tests (all in one unit) still to run."""
             return any(
-                other is not node and not done and self._kind_of(nodeid) == TIMED
+                other is not node and not all(work.get(TIMED_UNIT, {}).values())
                 for other, work in self.assigned_work.items()
-                for unit in work.values()
-                for nodeid, done in unit.items()
             )
 
         def _reschedule(self, node) -> None:
