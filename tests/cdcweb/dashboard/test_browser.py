@@ -144,18 +144,24 @@ def console_errors(driver) -> list[str]:
 
 
 def _until(driver, what, check, timeout=60):
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        StaleElementReferenceException,
+        TimeoutException,
+    )
     from selenium.webdriver.support.ui import WebDriverWait
 
+    # Live refresh swaps parts of the page: an element read mid-swap is simply read again.
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    wait = WebDriverWait(driver, timeout, poll_frequency=0.3, ignored_exceptions=ignored)
     try:
-        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-
-        # Live refresh swaps parts of the page: an element read mid-swap is simply read again.
-        ignored = (NoSuchElementException, StaleElementReferenceException)
-        wait = WebDriverWait(driver, timeout, poll_frequency=0.3, ignored_exceptions=ignored)
         return wait.until(lambda d: check(d))
-    except Exception:
+    except TimeoutException:
         driver.save_screenshot(str(ARTIFACTS / "failure.png"))
-        pytest.fail(f"timed out waiting for {what}")
+        pytest.fail(f"timed out waiting for {what} ({timeout} s)")
+    except Exception as error:
+        driver.save_screenshot(str(ARTIFACTS / "failure.png"))
+        pytest.fail(f"waiting for {what}: {type(error).__name__}: {error}")
 
 
 def _shot(driver, name: str) -> None:
