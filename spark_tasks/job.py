@@ -46,6 +46,8 @@ from spark_tasks.transactions import (
 )
 
 Builder = Callable[[DataFrame], DataFrame]
+# The work directory's records columns that hold a new value on (nearly) every row.
+UNIQUE_COLUMNS = ("commit_timestamp", "server_transaction_id", "read_timestamp")
 
 
 def progress(done: int, total: int, began: float, step: str) -> None:
@@ -167,8 +169,17 @@ def delete_path(spark: SparkSession, uri: str) -> None:
 
 
 def materialise(df: DataFrame, uri: str) -> DataFrame:
-    """Write ``df`` as Parquet to ``uri`` and return a frame reading it back."""
-    df.write.mode("overwrite").parquet(uri)
+    """Write ``df`` as Parquet to ``uri`` and return a frame reading it back.
+
+    Columns whose every value is (nearly) its own get no dictionary: Parquet's writer
+    would fill one per column chunk only to fall back to plain values once it outgrew
+    its page (10 % of a 10M-mod job's CPU samples; docs/benchmarks.md, issue 22, goal 5).
+    """
+    writer = df.write.mode("overwrite")
+    for column in UNIQUE_COLUMNS:
+        if column in df.columns:
+            writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
+    writer.parquet(uri)
     return df.sparkSession.read.schema(df.schema).parquet(uri)
 
 

@@ -1,11 +1,14 @@
 """The record roll-up and the transaction profile: the job's small levels give the mods' tables."""
 
 from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlparse
 
+import pyarrow.parquet as pq
 import pytest
 
 from spark_tasks.cost import build_cost
-from spark_tasks.job import materialise
+from spark_tasks.job import UNIQUE_COLUMNS, materialise
 from spark_tasks.landing import to_records
 from spark_tasks.rollup import build_record_rollup
 from spark_tasks.throughput import build_busiest_partitions, build_partition_activity, build_throughput
@@ -24,6 +27,22 @@ TRANSACTION_LEVEL = (build_transaction_summary, build_transaction_shape, build_t
 def written_records(mods, tmp_path_factory):
     """The records as the job reads them back from its work directory."""
     return materialise(to_records(mods), (tmp_path_factory.mktemp("work") / "records").as_uri())
+
+
+def test_written_records_keep_a_dictionary_only_for_columns_of_few_values(written_records):
+    # given the records' files in the work directory
+    files = [Path(urlparse(f).path) for f in written_records.inputFiles()]
+    assert files
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        for group in range(meta.num_row_groups):
+            chunks = {meta.row_group(group).column(i).path_in_schema: meta.row_group(group).column(i)
+                      for i in range(meta.num_columns)}  # fmt: skip
+            # then the columns of a new value on every row are written plain, from the start
+            for column in UNIQUE_COLUMNS:
+                assert not chunks[column].has_dictionary_page, (path.name, column)
+            # and the few-valued ones keep their dictionary
+            assert chunks["table_name"].has_dictionary_page, path.name
 
 
 @pytest.mark.parametrize("build", RECORD_LEVEL, ids=lambda b: b.__name__)
