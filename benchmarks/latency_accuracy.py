@@ -8,7 +8,7 @@ value lies from the nearest rank, as a share of the group's records, and names a
 where that is more than 1/ACCURACY of its records, rounded up to a whole rank.
 
     .venv/bin/python benchmarks/latency_accuracy.py \\
-        [--landing var/bench/landing-10m] [--report var/bench/report-10m]
+        [--landing var/bench/landing-10m] [--report var/bench/report-10m] [--stream-id 1]
 """
 
 from __future__ import annotations
@@ -26,20 +26,17 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from partitions.sources.landing import DEDUPE_KEY  # noqa: E402
+from partitions.pipeline.landing import landed_files, stream_dirs  # noqa: E402
+from partitions.sources.landing import LANDING_SCHEMA  # noqa: E402
+from spark_tasks.landing import RECORD_KEY  # noqa: E402
 from spark_tasks.latency import ACCURACY, PERCENTILES  # noqa: E402
 
-RECORD_KEY = list(DEDUPE_KEY[:4])
 
-
-def records(landing: Path) -> pa.Table:
-    """Return one row per record: its table, commit minute and latency in seconds."""
+def records(landing: Path, stream_id: int) -> pa.Table:
+    """Return one row per record of the stream: its table, commit minute and latency in seconds."""
     columns = [*RECORD_KEY, "table_name", "read_timestamp"]
-    parts = []
-    for path in sorted(landing.rglob("*.parquet")):
-        table = pq.read_table(path, columns=columns)
-        # files of several writers differ in their columns' nullability only
-        parts.append(table.cast(pa.schema([f.with_nullable(True) for f in table.schema])))
+    filesystem, paths = landed_files(landing.as_uri(), stream_dirs(stream_id))
+    parts = [pq.read_table(p, filesystem=filesystem, schema=LANDING_SCHEMA, columns=columns) for p in paths]
     grouped = (
         pa.concat_tables(parts).group_by([*RECORD_KEY, "table_name"]).aggregate([("read_timestamp", "min")])
     )
@@ -69,8 +66,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--landing", type=Path, default=ROOT / "var" / "bench" / "landing-10m")
     parser.add_argument("--report", type=Path, default=ROOT / "var" / "bench" / "report-10m")
+    parser.add_argument("--stream-id", type=int, default=1, help="the stream the report read")
     args = parser.parse_args()
-    table = records(args.landing)
+    table = records(args.landing.resolve(), args.stream_id)
     by_table = table["table_name"].to_numpy(zero_copy_only=False)
     by_minute = table["minute"].to_numpy()
     latency = table["latency"].to_numpy()
